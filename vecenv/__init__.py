@@ -1,0 +1,33 @@
+"""vecenv: fast, robust vectorized reinforcement-learning environments.
+
+A drop-in for ``stable_baselines3.common.vec_env``: change the import, keep your code.
+"""
+
+from vecenv.base import CloudpickleWrapper, VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, tile_images
+from vecenv.env_util import make_vec_env
+from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError, VecEnvError, WorkerDiedError
+from vecenv.spaces import dict_to_obs, obs_space_info
+from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
+from vecenv.version import __version__
+from vecenv.wrappers import VecEnvWrapper
+
+__all__ = [
+    "AlreadyPendingCallError",
+    "ClosedVecEnvError",
+    "CloudpickleWrapper",
+    "DummyVecEnv",
+    "NoAsyncCallError",
+    "SubprocVecEnv",
+    "VecEnv",
+    "VecEnvError",
+    "VecEnvIndices",
+    "VecEnvObs",
+    "VecEnvStepReturn",
+    "VecEnvWrapper",
+    "WorkerDiedError",
+    "__version__",
+    "dict_to_obs",
+    "make_vec_env",
+    "obs_space_info",
+    "tile_images",
+]

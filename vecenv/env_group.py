@@ -1,0 +1,265 @@
+"""EnvGroup: the only code in vecenv that calls ``env.step`` and ``env.reset``.
+
+Every backend runs its sub-envs through an :class:`EnvGroup`: :class:`~vecenv.DummyVecEnv` holds one
+group with all envs in the calling process, :class:`~vecenv.SubprocVecEnv` one group per worker
+process. The episode-end rule therefore exists exactly once and backends cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from copy import deepcopy
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from vecenv.errors import add_note, env_context_note
+from vecenv.protocol import Command
+from vecenv.spaces import create_batch_buffer, make_obs_writer
+
+__all__ = ["EnvGroup", "is_wrapped"]
+
+_SAME_INSTANCE_MESSAGE = (
+    "You tried to create multiple environments, but the function to create them returned the same instance "
+    "instead of creating different objects. "
+    "You are probably using `make_vec_env(lambda: env)` or `DummyVecEnv([lambda: env] * n_envs)`. "
+    "You should replace `lambda: env` by a `make_env` function that "
+    "creates a new instance of the environment at every call "
+    "(using `gym.make()` for instance). You can take a look at the documentation for an example. "
+    "Please read https://github.com/DLR-RM/stable-baselines3/issues/1151 for more information."
+)
+
+
+def is_wrapped(env: gym.Env, wrapper_class: type[gym.Wrapper]) -> bool:
+    """Whether ``wrapper_class`` appears anywhere in the ``gymnasium.Wrapper`` chain of ``env`` (SB3's ``is_wrapped``)."""
+    current: Any = env
+    while isinstance(current, gym.Wrapper):
+        if isinstance(current, wrapper_class):
+            return True
+        current = current.env
+    return False
+
+
+def _build_env(env_fn: Callable[[], gym.Env], env_index: int) -> gym.Env:
+    if not callable(env_fn):
+        raise TypeError(
+            f"env_fns[{env_index}] must be a callable returning a gymnasium.Env, got {type(env_fn).__name__}: "
+            f"{env_fn!r}. Pass e.g. `lambda: gymnasium.make('CartPole-v1')`, not the env itself."
+        )
+    try:
+        env = env_fn()
+    except Exception as exc:
+        add_note(exc, env_context_note(env_index, "env construction (calling env_fns[i]())"))
+        raise
+    if not isinstance(env, gym.Env):
+        raise TypeError(
+            f"env_fns[{env_index}]() must return a gymnasium.Env, got {type(env).__module__}.{type(env).__qualname__}. "
+            "Old `gym` environments can be converted with shimmy's compatibility wrappers."
+        )
+    return env
+
+
+def check_same_spaces(
+    env_index: int,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    expected_observation_space: gym.Space,
+    expected_action_space: gym.Space,
+) -> None:
+    """Raise a :class:`ValueError` naming ``env_index`` if its spaces differ from env 0's.
+
+    :raises ValueError: with both spaces in the message.
+    """
+    for kind, got, expected in (
+        ("observation_space", observation_space, expected_observation_space),
+        ("action_space", action_space, expected_action_space),
+    ):
+        if got != expected:
+            raise ValueError(
+                f"All sub-envs must share the same spaces, but env {env_index} has {kind} {got!r} "
+                f"while env 0 has {expected!r}. Make every env factory build the same kind of env."
+            )
+
+
+class EnvGroup:
+    """Owns ``k`` sub-envs and steps them into preallocated batch buffers with Stable-Baselines3's rules.
+
+    Episode end (SB3's rule, Gymnasium's ``SAME_STEP`` autoreset): ``done = terminated or truncated``;
+    ``info["TimeLimit.truncated"] = truncated and not terminated``; on done the last observation is copied
+    to ``info["terminal_observation"]``, the env is reset, the reset info is kept in :attr:`reset_infos`
+    and the first observation of the new episode is written to the buffer.
+
+    :param env_fns: factories of the group's envs.
+    :param env_indices: global index of each env in the vector env (used in error messages).
+    :param obs_buffer: batch buffer to write observations into (``(k, *obs_shape)`` arrays); allocated if None.
+    :param rewards: float32 array ``(k,)`` to write rewards into; allocated if None.
+    :param dones: bool array ``(k,)`` to write dones into; allocated if None.
+    :raises TypeError: if a factory is not callable or does not return a ``gymnasium.Env``.
+    :raises ValueError: if two factories return the same instance or the envs' spaces differ.
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        env_indices: Sequence[int],
+        obs_buffer: Any = None,
+        rewards: np.ndarray | None = None,
+        dones: np.ndarray | None = None,
+    ) -> None:
+        self.env_indices = list(env_indices)
+        self.envs: list[gym.Env] = []
+        try:
+            for env_fn, env_index in zip(env_fns, self.env_indices, strict=True):
+                self.envs.append(_build_env(env_fn, env_index))
+            if len({id(env.unwrapped) for env in self.envs}) != len(self.envs):
+                raise ValueError(_SAME_INSTANCE_MESSAGE)
+            first = self.envs[0]
+            self.observation_space: gym.Space = first.observation_space
+            self.action_space: gym.Space = first.action_space
+            for env, env_index in zip(self.envs[1:], self.env_indices[1:], strict=True):
+                check_same_spaces(
+                    env_index, env.observation_space, env.action_space, self.observation_space, self.action_space
+                )
+            n = len(self.envs)
+            self.obs = create_batch_buffer(self.observation_space, n) if obs_buffer is None else obs_buffer
+        except BaseException:
+            self.close_quietly()
+            raise
+        self.rewards = np.zeros((n,), dtype=np.float32) if rewards is None else rewards
+        self.dones = np.zeros((n,), dtype=bool) if dones is None else dones
+        self.reset_infos: list[dict[str, Any]] = [{} for _ in range(n)]
+        self._write_obs = make_obs_writer(self.observation_space)
+        self.handlers: dict[Command, Callable[[Any], Any]] = {
+            Command.STEP: self.step,
+            Command.RESET: self.reset,
+            Command.GET_ATTR: self.get_attr,
+            Command.SET_ATTR: self.set_attr,
+            Command.HAS_ATTR: self.has_attr,
+            Command.ENV_METHOD: self.env_method,
+            Command.IS_WRAPPED: self.is_wrapped,
+            Command.RENDER: self.render,
+            Command.CLOSE: self.close,
+        }
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def _fail(self, exc: BaseException, local_index: int, command: Command) -> None:
+        add_note(exc, env_context_note(self.env_indices[local_index], command.label))
+
+    # --- stepping ---------------------------------------------------------------------------------
+
+    def step(self, actions: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Step every env with ``actions[j]`` and write obs, rewards and dones into the buffers.
+
+        :param actions: indexable per env (``actions[j]`` is env ``j``'s action).
+        :return: ``(infos, reset_infos)``: fresh per-env info dicts, and :attr:`reset_infos` (updated for
+            the envs that reset).
+        """
+        obs_buffer, rewards, dones, write = self.obs, self.rewards, self.dones, self._write_obs
+        infos: list[dict[str, Any]] = []
+        for j, env in enumerate(self.envs):
+            try:
+                obs, reward, terminated, truncated, env_info = env.step(actions[j])
+                info = dict(env_info)
+                done = bool(terminated or truncated)
+                info["TimeLimit.truncated"] = bool(truncated and not terminated)
+                if done:
+                    info["terminal_observation"] = deepcopy(obs)
+                    obs, self.reset_infos[j] = env.reset()
+                write(obs_buffer, j, obs)
+            except Exception as exc:
+                self._fail(exc, j, Command.STEP)
+                raise
+            rewards[j] = reward
+            dones[j] = done
+            infos.append(info)
+        return infos, self.reset_infos
+
+    def reset(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """Reset every env, env ``j`` with ``seed=seeds[j]`` (and ``options=options[j]`` when non-empty).
+
+        :param payload: ``(seeds, options)``, one entry per env of the group.
+        :return: the reset infos (also stored in :attr:`reset_infos`).
+        """
+        seeds, options = payload
+        for j, env in enumerate(self.envs):
+            try:
+                kwargs = {"options": options[j]} if options[j] else {}
+                obs, self.reset_infos[j] = env.reset(seed=seeds[j], **kwargs)
+                self._write_obs(self.obs, j, obs)
+            except Exception as exc:
+                self._fail(exc, j, Command.RESET)
+                raise
+        return list(self.reset_infos)
+
+    # --- attribute access and calls -------------------------------------------------------------
+
+    def _call_each(self, command: Command, indices: Sequence[int], fn: Callable[[gym.Env], Any]) -> list[Any]:
+        results = []
+        for j in indices:
+            try:
+                results.append(fn(self.envs[j]))
+            except Exception as exc:
+                self._fail(exc, j, command)
+                raise
+        return results
+
+    def get_attr(self, payload: tuple[str, Sequence[int]]) -> list[Any]:
+        """``(name, indices)`` -> ``env.get_wrapper_attr(name)`` of each env (searches the wrapper chain)."""
+        name, indices = payload
+        return self._call_each(Command.GET_ATTR, indices, lambda env: env.get_wrapper_attr(name))
+
+    def set_attr(self, payload: tuple[str, Any, Sequence[int]]) -> None:
+        """``(name, value, indices)`` -> ``setattr`` on the outermost wrapper (SB3; Gymnasium >= 1 does not forward)."""
+        name, value, indices = payload
+        self._call_each(Command.SET_ATTR, indices, lambda env: setattr(env, name, value))
+
+    def has_attr(self, payload: tuple[str, Sequence[int]]) -> list[bool]:
+        """``(name, indices)`` -> whether each env's wrapper chain has attribute ``name``."""
+        name, indices = payload
+
+        def has(env: gym.Env) -> bool:
+            try:
+                env.get_wrapper_attr(name)
+            except AttributeError:
+                return False
+            return True
+
+        return self._call_each(Command.HAS_ATTR, indices, has)
+
+    def env_method(self, payload: tuple[str, tuple[Any, ...], dict[str, Any], Sequence[int]]) -> list[Any]:
+        """``(name, args, kwargs, indices)`` -> ``env.get_wrapper_attr(name)(*args, **kwargs)`` per env."""
+        name, args, kwargs, indices = payload
+        return self._call_each(Command.ENV_METHOD, indices, lambda env: env.get_wrapper_attr(name)(*args, **kwargs))
+
+    def is_wrapped(self, payload: tuple[type[gym.Wrapper], Sequence[int]]) -> list[bool]:
+        """``(wrapper_class, indices)`` -> whether each env's wrapper chain contains ``wrapper_class``."""
+        wrapper_class, indices = payload
+        return self._call_each(Command.IS_WRAPPED, indices, lambda env: is_wrapped(env, wrapper_class))
+
+    def render(self, payload: tuple[Sequence[int]]) -> list[Any]:
+        """``(indices,)`` -> ``env.render()`` of each env (an ``(H, W, 3)`` uint8 frame in ``rgb_array`` mode)."""
+        (indices,) = payload
+        return self._call_each(Command.RENDER, indices, lambda env: env.render())
+
+    def close(self, payload: Any = None) -> None:
+        """Close every env; the first error is raised after all envs had their turn."""
+        first_error: BaseException | None = None
+        for j, env in enumerate(self.envs):
+            try:
+                env.close()
+            except Exception as exc:
+                self._fail(exc, j, Command.CLOSE)
+                first_error = first_error or exc
+        if first_error is not None:
+            raise first_error
+
+    def close_quietly(self) -> None:
+        """Close every env, ignoring errors (used while unwinding a failed construction)."""
+        for env in self.envs:
+            try:
+                env.close()
+            except Exception:
+                pass

@@ -1,0 +1,102 @@
+"""``make_vec_env``: build a vector env from an env id or factory (Stable-Baselines3's ``env_util``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+
+from vecenv.base import VecEnv
+from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
+
+__all__ = ["make_vec_env"]
+
+
+def _make_env_fn(
+    env_id: str | Callable[..., gym.Env],
+    rank: int,
+    seed: int | None,
+    wrapper_class: Callable[..., gym.Env] | None,
+    env_kwargs: dict[str, Any],
+    wrapper_kwargs: dict[str, Any],
+) -> Callable[[], gym.Env]:
+    def _init() -> gym.Env:
+        if isinstance(env_id, str):
+            # render_mode defaults to rgb_array (SB3); the user's env_kwargs win
+            kwargs: dict[str, Any] = {"render_mode": "rgb_array", **env_kwargs}
+            try:
+                env = gym.make(env_id, **kwargs)
+            except TypeError:
+                env = gym.make(env_id, **env_kwargs)
+        else:
+            env = env_id(**env_kwargs)
+            if not isinstance(env, gym.Env):
+                raise TypeError(
+                    f"make_vec_env: env_id(**env_kwargs) must return a gymnasium.Env, got {type(env).__name__}"
+                )
+        if seed is not None:
+            # only the action space is seeded here; the env itself is seeded at the first reset
+            env.action_space.seed(seed + rank)
+        if wrapper_class is not None:
+            env = wrapper_class(env, **wrapper_kwargs)
+        return env
+
+    return _init
+
+
+def make_vec_env(
+    env_id: str | Callable[..., gym.Env],
+    n_envs: int = 1,
+    seed: int | None = None,
+    start_index: int = 0,
+    monitor_dir: str | None = None,
+    wrapper_class: Callable[[gym.Env], gym.Env] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    vec_env_cls: type[DummyVecEnv | SubprocVecEnv] | None = None,
+    vec_env_kwargs: dict[str, Any] | None = None,
+    monitor_kwargs: dict[str, Any] | None = None,
+    wrapper_kwargs: dict[str, Any] | None = None,
+) -> VecEnv:
+    """Create ``n_envs`` copies of an env as one vector env (Stable-Baselines3's ``make_vec_env``).
+
+    Env ``i`` has rank ``start_index + i``. A string ``env_id`` is built with
+    ``gymnasium.make(env_id, render_mode="rgb_array", **env_kwargs)`` (retried without ``render_mode`` if
+    the env does not accept it); a callable with ``env_id(**env_kwargs)``. With a ``seed``, each env's
+    action space is seeded with ``seed + rank`` and ``vec_env.seed(seed)`` makes the first reset use
+    ``seed + i``; with ``seed=None`` the envs still get distinct random seeds.
+
+    :param env_id: a registered Gymnasium env id, or a callable returning a ``gymnasium.Env``.
+    :param n_envs: number of envs.
+    :param seed: base seed, or None.
+    :param start_index: rank of the first env.
+    :param monitor_dir: folder for per-env ``Monitor`` CSV files. Not available yet: must be None.
+    :param wrapper_class: a ``gymnasium.Wrapper`` (or any callable ``env -> env``) applied to each env.
+    :param env_kwargs: keyword arguments for the env constructor.
+    :param vec_env_cls: the vector env class (default :class:`~vecenv.DummyVecEnv`).
+    :param vec_env_kwargs: keyword arguments for ``vec_env_cls`` (e.g. ``start_method``).
+    :param monitor_kwargs: keyword arguments for ``Monitor`` (accepted for compatibility; unused until
+        the Monitor wrapper lands).
+    :param wrapper_kwargs: keyword arguments for ``wrapper_class``.
+    :return: the vector env, seeded for its first reset.
+    :raises ValueError: if ``n_envs`` is not a positive integer.
+    :raises NotImplementedError: if ``monitor_dir`` is given.
+    """
+    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+        raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
+    if monitor_dir is not None:
+        raise NotImplementedError(
+            f"make_vec_env(monitor_dir={monitor_dir!r}): the per-env Monitor is not available in vecenv yet; "
+            "pass monitor_dir=None."
+        )
+    env_kwargs = env_kwargs or {}
+    vec_env_kwargs = vec_env_kwargs or {}
+    wrapper_kwargs = wrapper_kwargs or {}
+    env_fns = [
+        _make_env_fn(env_id, i + start_index, seed, wrapper_class, env_kwargs, wrapper_kwargs) for i in range(n_envs)
+    ]
+    if vec_env_cls is None:
+        vec_env_cls = DummyVecEnv
+    vec_env = vec_env_cls(env_fns, **vec_env_kwargs)
+    vec_env.seed(seed)
+    return vec_env

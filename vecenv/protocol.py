@@ -1,0 +1,28 @@
+"""The commands a vector env sends to the code that owns its sub-envs (an :class:`~vecenv.env_group.EnvGroup`).
+
+Every backend speaks this protocol: the in-process worker calls the handler directly, a worker
+process receives ``(command, payload)`` over a pipe and always answers ``(ok, payload)``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Command(enum.IntEnum):
+    """A request to an :class:`~vecenv.env_group.EnvGroup`; payloads are documented on its handlers."""
+
+    STEP = 1
+    RESET = 2
+    GET_ATTR = 3
+    SET_ATTR = 4
+    HAS_ATTR = 5
+    ENV_METHOD = 6
+    IS_WRAPPED = 7
+    RENDER = 8
+    CLOSE = 9
+
+    @property
+    def label(self) -> str:
+        """Lower-case name used in error messages, e.g. ``"env_method"``."""
+        return self.name.lower()

@@ -1,0 +1,263 @@
+"""Per-space batching utilities, dispatched on the space type with :func:`functools.singledispatch`.
+
+A *batch buffer* holds one observation per env: for a Box, Discrete, MultiDiscrete or MultiBinary
+space it is an array of shape ``(n, *space.shape)`` in ``space.dtype``; for a Dict space a dict of
+buffers in the space's key order; for a Tuple space a tuple of buffers. The functions recurse, so
+nested Dict/Tuple spaces batch naturally; the SB3-style vector envs refuse nesting up front with
+:func:`check_for_nested_spaces`, as Stable-Baselines3 does.
+
+Support for another space type is one ``register`` call per function.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from functools import singledispatch
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+__all__ = [
+    "batch_copy",
+    "check_for_nested_spaces",
+    "create_batch_buffer",
+    "dict_to_obs",
+    "make_obs_writer",
+    "obs_space_info",
+    "split_actions",
+]
+
+ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+def _unsupported(space: spaces.Space, what: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"vecenv cannot {what} for observation space {space!r} of type {type(space).__name__}: supported spaces are "
+        "Box, Discrete, MultiDiscrete, MultiBinary, and Dict/Tuple of those. Convert the observation with a "
+        "gymnasium.ObservationWrapper (e.g. gymnasium.wrappers.FlattenObservation) or register the space with "
+        "vecenv.spaces.create_batch_buffer.register."
+    )
+
+
+# --- buffers ------------------------------------------------------------------------------------
+
+
+@singledispatch
+def create_batch_buffer(space: spaces.Space, n: int) -> Any:
+    """Allocate a zeroed batch buffer holding ``n`` observations of ``space``.
+
+    :param space: a single-env observation space.
+    :param n: number of envs (first axis of every array).
+    :return: an array ``(n, *space.shape)`` of ``space.dtype``, or a dict / tuple of such buffers
+        for Dict / Tuple spaces (Dict keys in the space's order).
+    :raises NotImplementedError: for a space type vecenv does not know how to batch.
+    """
+    if space.shape is not None and space.dtype is not None and not hasattr(space, "spaces"):
+        return np.zeros((n, *space.shape), dtype=space.dtype)
+    raise _unsupported(space, "batch observations")
+
+
+@create_batch_buffer.register(spaces.Box)
+@create_batch_buffer.register(spaces.Discrete)
+@create_batch_buffer.register(spaces.MultiDiscrete)
+@create_batch_buffer.register(spaces.MultiBinary)
+def _(space: spaces.Space, n: int) -> np.ndarray:
+    assert space.dtype is not None
+    return np.zeros((n, *space.shape), dtype=space.dtype)
+
+
+@create_batch_buffer.register(spaces.Dict)
+def _(space: spaces.Dict, n: int) -> dict[str, Any]:
+    return {key: create_batch_buffer(sub, n) for key, sub in space.spaces.items()}
+
+
+@create_batch_buffer.register(spaces.Tuple)
+def _(space: spaces.Tuple, n: int) -> tuple[Any, ...]:
+    return tuple(create_batch_buffer(sub, n) for sub in space.spaces)
+
+
+@singledispatch
+def make_obs_writer(space: spaces.Space) -> Callable[[Any, int, Any], None]:
+    """Return ``write(buffer, index, obs)`` that stores one env's observation at ``index`` of a batch buffer.
+
+    Built once per vector env so the per-step path is a single call with no type dispatch.
+    """
+
+    def write(buffer: np.ndarray, index: int, obs: Any) -> None:
+        buffer[index] = obs
+
+    return write
+
+
+@make_obs_writer.register(spaces.Dict)
+def _(space: spaces.Dict) -> Callable[[Any, int, Any], None]:
+    writers = [(key, make_obs_writer(sub)) for key, sub in space.spaces.items()]
+
+    def write(buffer: dict[str, Any], index: int, obs: Mapping[str, Any]) -> None:
+        for key, sub_write in writers:
+            sub_write(buffer[key], index, obs[key])
+
+    return write
+
+
+@make_obs_writer.register(spaces.Tuple)
+def _(space: spaces.Tuple) -> Callable[[Any, int, Any], None]:
+    writers = [make_obs_writer(sub) for sub in space.spaces]
+
+    def write(buffer: tuple[Any, ...], index: int, obs: tuple[Any, ...]) -> None:
+        for i, sub_write in enumerate(writers):
+            sub_write(buffer[i], index, obs[i])
+
+    return write
+
+
+def batch_copy(buffer: Any) -> Any:
+    """Deep-copy a batch buffer (array, dict or tuple of buffers) so the caller may keep it."""
+    if isinstance(buffer, np.ndarray):
+        return buffer.copy()
+    if isinstance(buffer, dict):
+        return {key: batch_copy(value) for key, value in buffer.items()}
+    if isinstance(buffer, tuple):
+        return tuple(batch_copy(value) for value in buffer)
+    raise TypeError(f"batch_copy expected an array, dict or tuple batch buffer, got {type(buffer).__name__}")
+
+
+def batch_slice(buffer: Any, start: int, stop: int) -> Any:
+    """Return views of envs ``start:stop`` of a batch buffer (same structure)."""
+    if isinstance(buffer, np.ndarray):
+        return buffer[start:stop]
+    if isinstance(buffer, dict):
+        return {key: batch_slice(value, start, stop) for key, value in buffer.items()}
+    if isinstance(buffer, tuple):
+        return tuple(batch_slice(value, start, stop) for value in buffer)
+    raise TypeError(f"batch_slice expected an array, dict or tuple batch buffer, got {type(buffer).__name__}")
+
+
+def batch_assign(dst: Any, src: Any) -> None:
+    """Copy batch buffer ``src`` into ``dst`` of the same structure and shapes, in place."""
+    if isinstance(dst, np.ndarray):
+        dst[...] = src
+    elif isinstance(dst, dict):
+        for key, value in dst.items():
+            batch_assign(value, src[key])
+    elif isinstance(dst, tuple):
+        for i, value in enumerate(dst):
+            batch_assign(value, src[i])
+    else:
+        raise TypeError(f"batch_assign expected an array, dict or tuple batch buffer, got {type(dst).__name__}")
+
+
+# --- actions ------------------------------------------------------------------------------------
+
+
+def split_actions(action_space: spaces.Space, actions: Any, start: int, stop: int) -> Any:
+    """Select the actions of envs ``start:stop`` from a batch of actions, as an indexable per-env sequence.
+
+    Accepted batches (as Stable-Baselines3 accepts them): an array with the env axis first; a list
+    (or other sequence) with one action per env; for a Dict action space a dict of batched arrays;
+    for a Tuple action space a tuple of batched arrays.
+
+    :return: an object ``a`` with ``a[j]`` the action of env ``start + j``.
+    """
+    if isinstance(actions, np.ndarray):
+        return actions[start:stop]
+    if isinstance(action_space, spaces.Dict) and isinstance(actions, Mapping):
+        keys = list(actions.keys())
+        return [{key: actions[key][i] for key in keys} for i in range(start, stop)]
+    if isinstance(action_space, spaces.Tuple) and _is_batched_tuple(action_space, actions):
+        return [tuple(part[i] for part in actions) for i in range(start, stop)]
+    return actions[start:stop]
+
+
+def _is_batched_tuple(action_space: spaces.Tuple, actions: Any) -> bool:
+    """True for a tuple of per-component batched arrays (each with one more axis than its sub-space)."""
+    return (
+        isinstance(actions, tuple)
+        and len(actions) == len(action_space.spaces)
+        and all(
+            isinstance(part, np.ndarray) and sub.shape is not None and part.ndim == len(sub.shape) + 1
+            for part, sub in zip(actions, action_space.spaces, strict=True)
+        )
+    )
+
+
+def num_actions(action_space: spaces.Space, actions: Any) -> int:
+    """Number of envs a batch of actions covers (see :func:`split_actions` for the accepted layouts)."""
+    if isinstance(action_space, spaces.Dict) and isinstance(actions, Mapping):
+        return len(next(iter(actions.values()))) if actions else 0
+    if isinstance(action_space, spaces.Tuple) and _is_batched_tuple(action_space, actions):
+        return len(actions[0]) if actions else 0
+    return len(actions)
+
+
+# --- Stable-Baselines3 helpers (``stable_baselines3.common.vec_env.util``) ----------------------------
+
+
+def check_for_nested_spaces(obs_space: spaces.Space) -> None:
+    """Raise Stable-Baselines3's :class:`NotImplementedError` for a Dict/Tuple space inside a Dict/Tuple space.
+
+    :param obs_space: an observation space.
+    :raises NotImplementedError: if ``obs_space`` nests Dict or Tuple spaces (same message as SB3).
+    """
+    if isinstance(obs_space, (spaces.Dict, spaces.Tuple)):
+        sub_spaces = obs_space.spaces.values() if isinstance(obs_space, spaces.Dict) else obs_space.spaces
+        for sub_space in sub_spaces:
+            if isinstance(sub_space, (spaces.Dict, spaces.Tuple)):
+                raise NotImplementedError(
+                    "Nested observation spaces are not supported (Tuple/Dict space inside Tuple/Dict space)."
+                )
+
+
+def obs_space_info(obs_space: spaces.Space) -> tuple[list[Any], dict[Any, tuple[int, ...]], dict[Any, np.dtype]]:
+    """Describe an observation space as keys, shapes and dtypes (Stable-Baselines3 semantics).
+
+    Dict spaces give their keys, Tuple spaces the indices ``0..n-1``, other spaces the single key ``None``.
+
+    :param obs_space: an observation space.
+    :return: ``(keys, shapes, dtypes)`` with ``shapes[key]`` and ``dtypes[key]`` per key.
+    :raises NotImplementedError: for nested Dict/Tuple spaces.
+    """
+    check_for_nested_spaces(obs_space)
+    subspaces: dict[Any, spaces.Space]
+    if isinstance(obs_space, spaces.Dict):
+        subspaces = dict(obs_space.spaces)
+    elif isinstance(obs_space, spaces.Tuple):
+        subspaces = dict(enumerate(obs_space.spaces))
+    else:
+        assert not hasattr(obs_space, "spaces"), f"Unsupported structured space '{type(obs_space)}'"
+        subspaces = {None: obs_space}
+    keys: list[Any] = []
+    shapes: dict[Any, tuple[int, ...]] = {}
+    dtypes: dict[Any, np.dtype] = {}
+    for key, box in subspaces.items():
+        keys.append(key)
+        shapes[key] = box.shape  # type: ignore[assignment]
+        dtypes[key] = box.dtype  # type: ignore[assignment]
+    return keys, shapes, dtypes
+
+
+def dict_to_obs(obs_space: spaces.Space, obs_dict: dict[Any, np.ndarray]) -> Any:
+    """Convert SB3's internal ``{key: array}`` representation to the observation type of ``obs_space``.
+
+    :param obs_space: an observation space.
+    :param obs_dict: a dict of batched arrays keyed as :func:`obs_space_info` keys them.
+    :return: the dict itself for Dict spaces, a tuple ordered by index for Tuple spaces, else ``obs_dict[None]``.
+    """
+    if isinstance(obs_space, spaces.Dict):
+        return obs_dict
+    if isinstance(obs_space, spaces.Tuple):
+        assert len(obs_dict) == len(obs_space.spaces), "size of observation does not match size of observation space"
+        return tuple(obs_dict[i] for i in range(len(obs_space.spaces)))
+    assert set(obs_dict.keys()) == {None}, "multiple observation keys for unstructured observation space"
+    return obs_dict[None]
+
+
+def buffer_as_obs_dict(obs_space: spaces.Space, buffer: Any) -> OrderedDict[Any, np.ndarray]:
+    """SB3's ``buf_obs`` view of a (non-nested) batch buffer: ``OrderedDict`` keyed as :func:`obs_space_info`."""
+    if isinstance(obs_space, spaces.Dict):
+        return OrderedDict(buffer.items())
+    if isinstance(obs_space, spaces.Tuple):
+        return OrderedDict(enumerate(buffer))
+    return OrderedDict([(None, buffer)])

@@ -1,0 +1,378 @@
+"""One vector-env implementation over pluggable workers, and its two constructors.
+
+:class:`WorkerVecEnv` holds the batch buffers, the async state and the index bookkeeping (global env
+index -> worker, local index). :class:`DummyVecEnv` and :class:`SubprocVecEnv` only decide where the
+workers run. Every worker steps its envs with the same :class:`~vecenv.env_group.EnvGroup`.
+"""
+
+from __future__ import annotations
+
+import enum
+import multiprocessing as mp
+import warnings
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vecenv.env_group import check_same_spaces
+from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError
+from vecenv.protocol import Command
+from vecenv.spaces import (
+    batch_copy,
+    batch_slice,
+    buffer_as_obs_dict,
+    check_for_nested_spaces,
+    create_batch_buffer,
+    num_actions,
+    obs_space_info,
+    split_actions,
+)
+from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers
+
+__all__ = ["DummyVecEnv", "SubprocVecEnv", "WorkerVecEnv"]
+
+
+class AsyncState(enum.Enum):
+    """What a vector env is waiting for."""
+
+    IDLE = "idle"
+    WAITING_STEP = "waiting_step"
+
+
+def _call_all(calls: Sequence[Callable[[], Any]]) -> list[Any]:
+    """Run every call even if some fail (so every worker's reply is drained), then raise the first error."""
+    results: list[Any] = []
+    first_error: BaseException | None = None
+    for call in calls:
+        try:
+            results.append(call())
+        except BaseException as exc:
+            results.append(None)
+            first_error = first_error or exc
+    if first_error is not None:
+        raise first_error
+    return results
+
+
+def _gather(workers: Sequence[Worker]) -> list[Any]:
+    """``recv()`` from every worker; if some fail, the others are still drained, then the first error is raised."""
+    return _call_all([worker.recv for worker in workers])
+
+
+def _check_env_fns(env_fns: Sequence[Callable[[], gym.Env]]) -> list[Callable[[], gym.Env]]:
+    if isinstance(env_fns, (str, bytes)) or not isinstance(env_fns, Sequence):
+        raise TypeError(
+            f"env_fns must be a list of callables that each return a gymnasium.Env, got {type(env_fns).__name__}"
+        )
+    env_fns = list(env_fns)
+    if not env_fns:
+        raise ValueError("env_fns must contain at least one env factory, got an empty list")
+    for i, env_fn in enumerate(env_fns):
+        if not callable(env_fn):
+            raise TypeError(
+                f"env_fns[{i}] must be a callable returning a gymnasium.Env, got {type(env_fn).__name__}: {env_fn!r}. "
+                "Pass e.g. `lambda: gymnasium.make('CartPole-v1')`, not the env itself."
+            )
+    return env_fns
+
+
+class WorkerVecEnv(VecEnv):
+    """A :class:`~vecenv.VecEnv` whose sub-envs live in :class:`~vecenv.workers.Worker` groups.
+
+    Subclasses build the workers; this class does everything else. Observations of worker ``w`` occupy
+    rows ``start_w:stop_w`` of the batch buffers.
+
+    :param workers: the workers, in env order; each owns a contiguous block of env indices.
+    :param observation_space: the single-env observation space.
+    :param action_space: the single-env action space.
+    :param buffers: ``(obs_buffer, rewards, dones)`` for all envs, or None to allocate them.
+    """
+
+    def __init__(
+        self,
+        workers: Sequence[Worker],
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        buffers: tuple[Any, np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        self._workers = list(workers)
+        # close the workers at garbage collection and at interpreter exit, whatever happens next
+        self._finalizer = weakref.finalize(self, shutdown_workers, self._workers)
+        self._closed = False
+        self._state = AsyncState.IDLE
+        try:
+            check_for_nested_spaces(observation_space)
+            num_envs = sum(len(worker.env_indices) for worker in self._workers)
+            if buffers is None:
+                buffers = (
+                    create_batch_buffer(observation_space, num_envs),
+                    np.zeros((num_envs,), dtype=np.float32),
+                    np.zeros((num_envs,), dtype=bool),
+                )
+            self._obs_buffer, self._rewards, self._dones = buffers
+            self._slices: list[tuple[int, int]] = []
+            self._owner: list[tuple[int, int]] = []  # env index -> (worker index, local index)
+            for w, worker in enumerate(self._workers):
+                start, stop = worker.env_indices[0], worker.env_indices[-1] + 1
+                self._slices.append((start, stop))
+                self._owner.extend((w, j) for j in range(stop - start))
+                worker.attach(
+                    batch_slice(self._obs_buffer, start, stop), self._rewards[start:stop], self._dones[start:stop]
+                )
+            self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+            self.actions: Any = None
+            super().__init__(num_envs, observation_space, action_space)
+        except BaseException:
+            self._closed = True
+            try:
+                self._finalizer()
+            except Exception:
+                pass
+            raise
+
+    # --- state --------------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
+        return self._closed
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a step started by :meth:`step_async` has not been collected by :meth:`step_wait` yet."""
+        return self._state is AsyncState.WAITING_STEP
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise ClosedVecEnvError(f"Cannot call {what}() on a closed {type(self).__name__}; create a new one.")
+
+    def _check_idle(self, what: str) -> None:
+        self._check_open(what)
+        if self._state is not AsyncState.IDLE:
+            raise AlreadyPendingCallError(
+                f"Cannot call {what}() while a step is pending: call step_wait() first to collect it."
+            )
+
+    # --- stepping -----------------------------------------------------------------------------------
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Start stepping every env; env ``i`` receives ``actions[i]``.
+
+        :param actions: ``(num_envs, *action_shape)`` array, a list with one action per env, or for
+            Dict / Tuple action spaces a dict / tuple of batched arrays.
+        :raises AlreadyPendingCallError: if a step is already pending.
+        :raises ValueError: if ``actions`` does not hold exactly ``num_envs`` actions.
+        """
+        self._check_idle("step_async")
+        if num_actions(self.action_space, actions) != self.num_envs:
+            raise ValueError(
+                f"actions must hold one action per env: expected {self.num_envs} actions, got "
+                f"{num_actions(self.action_space, actions)} (type {type(actions).__name__}"
+                f"{', shape ' + str(actions.shape) if isinstance(actions, np.ndarray) else ''})"
+            )
+        space = self.action_space
+        for worker, (start, stop) in zip(self._workers, self._slices, strict=True):
+            worker.send(Command.STEP, split_actions(space, actions, start, stop))
+        self.actions = actions
+        self._state = AsyncState.WAITING_STEP
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Collect the step started by :meth:`step_async`.
+
+        :return: ``(obs, rewards, dones, infos)``: obs ``(num_envs, *obs_shape)`` in the space's dtype
+            (dict / tuple of arrays for Dict / Tuple spaces), rewards float32 ``(num_envs,)``, dones bool
+            ``(num_envs,)``, infos a list of ``num_envs`` dicts. Returned arrays are the caller's to keep.
+        :raises NoAsyncCallError: if no step is pending.
+        """
+        self._check_open("step_wait")
+        if self._state is not AsyncState.WAITING_STEP:
+            raise NoAsyncCallError("step_wait() called without a pending step: call step_async(actions) first.")
+        self._state = AsyncState.IDLE
+        infos: list[dict[str, Any]] = []
+        reset_infos = self.reset_infos
+        for (part_infos, part_reset_infos), (start, stop) in zip(_gather(self._workers), self._slices, strict=True):
+            infos.extend(part_infos)
+            reset_infos[start:stop] = part_reset_infos
+        self._last_infos = infos
+        return batch_copy(self._obs_buffer), self._rewards.copy(), self._dones.copy(), infos
+
+    def reset(self) -> VecEnvObs:
+        """Reset every env (with the seeds / options set by :meth:`seed` / :meth:`set_options`, then forgotten).
+
+        A pending step is collected and discarded first.
+
+        :return: the first observations, ``(num_envs, *obs_shape)`` (dict / tuple of arrays for Dict / Tuple).
+        """
+        self._check_open("reset")
+        if self._state is AsyncState.WAITING_STEP:
+            self._state = AsyncState.IDLE
+            try:
+                _gather(self._workers)
+            except Exception:
+                pass
+        if len(self._seeds) != self.num_envs or len(self._options) != self.num_envs:
+            raise ValueError(
+                f"seed() / set_options() must give one entry per env: expected {self.num_envs}, got "
+                f"{len(self._seeds)} seeds and {len(self._options)} options"
+            )
+        for worker, (start, stop) in zip(self._workers, self._slices, strict=True):
+            worker.send(Command.RESET, (self._seeds[start:stop], self._options[start:stop]))
+        reset_infos = self.reset_infos
+        for part_reset_infos, (start, stop) in zip(_gather(self._workers), self._slices, strict=True):
+            reset_infos[start:stop] = part_reset_infos
+        self._reset_seeds()
+        self._reset_options()
+        return batch_copy(self._obs_buffer)
+
+    def close(self) -> None:
+        """Close every env and end every worker process (bounded; idempotent; also runs at garbage collection).
+
+        :raises Exception: the first error an env's ``close()`` raised, after everything was released.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._state = AsyncState.IDLE
+        self._finalizer()
+
+    # --- calls on sub-envs --------------------------------------------------------------------------
+
+    def _call(self, command: Command, indices: VecEnvIndices, *args: Any) -> list[Any]:
+        """Run ``command`` with payload ``(*args, local_indices)`` on the workers owning ``indices``."""
+        self._check_idle(command.label)
+        targets = self._normalize_indices(indices)
+        by_worker: dict[int, list[tuple[int, int]]] = {}
+        for position, env_index in enumerate(targets):
+            w, local = self._owner[env_index]
+            by_worker.setdefault(w, []).append((position, local))
+        workers = [self._workers[w] for w in by_worker]
+        for worker, items in zip(workers, by_worker.values(), strict=True):
+            worker.send(command, (*args, [local for _, local in items]))
+        results: list[Any] = [None] * len(targets)
+        for values, items in zip(_gather(workers), by_worker.values(), strict=True):
+            if values is not None:
+                for (position, _), value in zip(items, values, strict=True):
+                    results[position] = value
+        return results
+
+    def _normalize_indices(self, indices: VecEnvIndices) -> list[int]:
+        n = self.num_envs
+        normalized = []
+        for index in self._get_indices(indices):
+            if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+                raise TypeError(f"indices must be None, an int or an iterable of ints, got element {index!r}")
+            if not -n <= index < n:
+                raise IndexError(f"env index {index} is out of range for a vector env with num_envs={n}")
+            normalized.append(int(index) % n)
+        return normalized
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """See :meth:`VecEnv.get_attr`; looked up with ``env.get_wrapper_attr`` (through gymnasium wrappers)."""
+        return self._call(Command.GET_ATTR, indices, attr_name)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """See :meth:`VecEnv.set_attr`; set with ``setattr`` on the outermost gymnasium wrapper (as SB3)."""
+        self._call(Command.SET_ATTR, indices, attr_name, value)
+
+    def has_attr(self, attr_name: str) -> bool:
+        """See :meth:`VecEnv.has_attr` (one round trip; never raises :class:`AttributeError`)."""
+        return all(self._call(Command.HAS_ATTR, None, attr_name))
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any) -> list[Any]:
+        """See :meth:`VecEnv.env_method`."""
+        return self._call(Command.ENV_METHOD, indices, method_name, method_args, method_kwargs)
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        """See :meth:`VecEnv.env_is_wrapped`."""
+        return self._call(Command.IS_WRAPPED, indices, wrapper_class)
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """One ``(H, W, 3)`` uint8 frame per env; warns and returns ``[None] * num_envs`` unless ``render_mode`` is ``rgb_array``."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(
+                f"The render mode is {self.render_mode}, but this method assumes it is `rgb_array` to obtain images.",
+                stacklevel=2,
+            )
+            return [None for _ in range(self.num_envs)]
+        return self._call(Command.RENDER, None)
+
+
+class DummyVecEnv(WorkerVecEnv):
+    """Steps every env in sequence in the calling process (Stable-Baselines3's ``DummyVecEnv``).
+
+    Best for cheap envs, where inter-process communication costs more than the env itself.
+
+    :param env_fns: callables that each return a new ``gymnasium.Env``.
+    :raises TypeError: if ``env_fns`` is not a list of callables or one returns something that is not a ``gymnasium.Env``.
+    :raises ValueError: if two callables return the same env instance, or the envs' spaces differ.
+    """
+
+    def __init__(self, env_fns: list[Callable[[], gym.Env]]) -> None:
+        env_fns = _check_env_fns(env_fns)
+        worker = InProcessWorker(env_fns, range(len(env_fns)))
+        group = worker.group
+        super().__init__(
+            [worker], group.observation_space, group.action_space, (group.obs, group.rewards, group.dones)
+        )
+        self.envs = group.envs
+        self.keys, _, _ = obs_space_info(self.observation_space)
+        self.buf_obs: OrderedDict[Any, np.ndarray] = buffer_as_obs_dict(self.observation_space, self._obs_buffer)
+        self.buf_rews = self._rewards
+        self.buf_dones = self._dones
+        self.metadata = self.envs[0].metadata
+
+    @property
+    def buf_infos(self) -> list[dict[str, Any]]:
+        """The infos returned by the last step (SB3 attribute)."""
+        return self._last_infos
+
+
+class SubprocVecEnv(WorkerVecEnv):
+    """Runs each env in its own worker process (Stable-Baselines3's ``SubprocVecEnv``).
+
+    Results are identical to :class:`DummyVecEnv` for the same env factories, seeds and actions.
+    Worker processes ignore SIGINT, die with the parent, and are ended by :meth:`close`, at garbage
+    collection or at interpreter exit. An exception raised by an env is re-raised here with its own
+    type and message, a note naming the env index, and the worker's traceback chained as cause.
+
+    .. warning:: With the ``forkserver`` and ``spawn`` start methods, scripts must guard their entry
+        point with ``if __name__ == "__main__":`` and env factories must be picklable by cloudpickle.
+
+    :param env_fns: callables that each return a new ``gymnasium.Env``.
+    :param start_method: a method from :func:`multiprocessing.get_all_start_methods`; None picks
+        ``"forkserver"`` where available, else ``"spawn"`` (as SB3).
+    :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), or
+        if the envs' spaces differ.
+    :raises TypeError: if ``env_fns`` is not a list of callables or one returns something that is not a ``gymnasium.Env``.
+    """
+
+    def __init__(self, env_fns: list[Callable[[], gym.Env]], start_method: str | None = None) -> None:
+        env_fns = _check_env_fns(env_fns)
+        if start_method is None:
+            start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        ctx = mp.get_context(start_method)
+        self.start_method = start_method
+        groups = [[i] for i in range(len(env_fns))]
+        workers: list[SubprocWorker] = []
+        try:
+            for group in groups:
+                workers.append(SubprocWorker(ctx, [env_fns[i] for i in group], group))
+            all_spaces = _call_all([worker.handshake for worker in workers])
+            observation_space, action_space = all_spaces[0]
+            for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
+                check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)
+        except BaseException:
+            try:
+                shutdown_workers(workers)
+            except Exception:
+                pass
+            raise
+        super().__init__(workers, observation_space, action_space)
+        self.processes = [worker.process for worker in workers]
+        self.remotes = [worker.conn for worker in workers]
+

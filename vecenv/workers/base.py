@@ -1,0 +1,64 @@
+"""The interface every backend's worker implements, and a bounded shutdown for a set of workers.
+
+A worker owns a contiguous group of sub-envs (global indices ``env_indices``) and the views of the
+vector env's batch buffers that belong to them. The vector env talks to it with
+:meth:`Worker.send` (never blocks on the env) and :meth:`Worker.recv` (returns the reply or raises
+the env's error). STEP and RESET replies fill the buffer views in place.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from vecenv.protocol import Command
+
+
+class Worker(ABC):
+    """One backend's handle on a group of sub-envs.
+
+    :param env_indices: global indices of the group's envs, contiguous and increasing.
+    """
+
+    def __init__(self, env_indices: Sequence[int]) -> None:
+        self.env_indices = list(env_indices)
+
+    @abstractmethod
+    def send(self, command: Command, payload: Any) -> None:
+        """Start ``command`` on the group (payloads: see :class:`~vecenv.env_group.EnvGroup` handlers)."""
+
+    @abstractmethod
+    def recv(self) -> Any:
+        """Wait for the reply to the last :meth:`send` and return it, or raise the error it produced."""
+
+    @abstractmethod
+    def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
+        """Give the worker the views of the batch buffers that hold its envs (filled by STEP and RESET)."""
+
+    @abstractmethod
+    def shutdown_begin(self) -> None:
+        """Ask the group to close its envs (non-blocking where the backend allows)."""
+
+    @abstractmethod
+    def shutdown_end(self, deadline: float) -> BaseException | None:
+        """Finish the shutdown by ``deadline`` (a :func:`time.monotonic` value), forcibly if needed.
+
+        :return: the error raised by an env's ``close``, if any (already released otherwise).
+        """
+
+
+def shutdown_workers(workers: Sequence[Worker], timeout: float = 5.0) -> None:
+    """Close every worker within about ``timeout`` seconds, then raise the first env ``close`` error, if any.
+
+    Used by ``close()`` and, through :func:`weakref.finalize`, at garbage collection and interpreter exit.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    for worker in workers:
+        worker.shutdown_begin()
+    errors = [worker.shutdown_end(deadline) for worker in workers]
+    first = next((error for error in errors if error is not None), None)
+    if first is not None:
+        raise first

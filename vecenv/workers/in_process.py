@@ -1,0 +1,54 @@
+"""The in-process worker used by :class:`~vecenv.DummyVecEnv`: the EnvGroup runs in the calling thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from vecenv.env_group import EnvGroup
+from vecenv.protocol import Command
+from vecenv.workers.base import Worker
+
+
+class InProcessWorker(Worker):
+    """Runs an :class:`EnvGroup` in this process; the group writes straight into the vector env's buffers.
+
+    :meth:`send` only records the request and :meth:`recv` executes it, so ``step_async`` is free and
+    the envs step inside ``step_wait`` (as in Stable-Baselines3's DummyVecEnv). Env errors propagate
+    unchanged, with a note naming the env index.
+
+    :param env_fns: factories of the group's envs.
+    :param env_indices: their global indices.
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], env_indices: Sequence[int]) -> None:
+        super().__init__(env_indices)
+        self.group = EnvGroup(env_fns, env_indices)
+        self._handler: Callable[[Any], Any] | None = None
+        self._payload: Any = None
+
+    def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
+        # the group writes straight into the vector env's buffers: nothing is ever copied between them
+        self.group.obs, self.group.rewards, self.group.dones = obs_buffer, rewards, dones
+
+    def send(self, command: Command, payload: Any) -> None:
+        self._handler = self.group.handlers[command]
+        self._payload = payload
+
+    def recv(self) -> Any:
+        handler, payload = self._handler, self._payload
+        self._handler = self._payload = None
+        assert handler is not None, "recv() without send()"
+        return handler(payload)
+
+    def shutdown_begin(self) -> None:
+        self._handler = self._payload = None
+
+    def shutdown_end(self, deadline: float) -> BaseException | None:
+        try:
+            self.group.close()
+        except Exception as exc:
+            return exc
+        return None

@@ -1,0 +1,128 @@
+"""The :class:`VecEnvWrapper` base class (Stable-Baselines3's, with its attribute lookup rules)."""
+
+from __future__ import annotations
+
+import inspect
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+
+__all__ = ["VecEnvWrapper"]
+
+
+class VecEnvWrapper(VecEnv):
+    """Base class of vectorized-environment wrappers; forwards everything it does not override to ``venv``.
+
+    Subclasses implement :meth:`reset` and :meth:`step_wait` (and :meth:`step_async` if they change
+    actions), and must transform ``infos[i]["terminal_observation"]`` exactly as they transform observations.
+
+    Unknown attributes are looked up down the wrapper stack (SB3 semantics): ``wrapper.foo`` finds the
+    first level that defines ``foo``; if a level further down also defines it, the lookup is ambiguous
+    and raises :class:`AttributeError`.
+
+    :param venv: the vectorized environment to wrap.
+    :param observation_space: the wrapper's observation space (None: ``venv.observation_space``).
+    :param action_space: the wrapper's action space (None: ``venv.action_space``).
+    """
+
+    def __init__(
+        self,
+        venv: VecEnv,
+        observation_space: spaces.Space | None = None,
+        action_space: spaces.Space | None = None,
+    ) -> None:
+        self.venv = venv
+        super().__init__(
+            num_envs=venv.num_envs,
+            observation_space=observation_space or venv.observation_space,
+            action_space=action_space or venv.action_space,
+        )
+        self.class_attributes = dict(inspect.getmembers(self.__class__))
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self.venv.step_async(actions)
+
+    @abstractmethod
+    def reset(self) -> VecEnvObs:
+        pass
+
+    @abstractmethod
+    def step_wait(self) -> VecEnvStepReturn:
+        pass
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        return self.venv.seed(seed)
+
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        return self.venv.set_options(options)
+
+    def close(self) -> None:
+        return self.venv.close()
+
+    def render(self, mode: str | None = None) -> np.ndarray | None:
+        return self.venv.render(mode=mode)
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return self.venv.get_images()
+
+    def has_attr(self, attr_name: str) -> bool:
+        return self.venv.has_attr(attr_name)
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return self.venv.get_attr(attr_name, indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        return self.venv.set_attr(attr_name, value, indices)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any) -> list[Any]:
+        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class, indices=indices)
+
+    @property
+    def unwrapped(self) -> VecEnv:
+        return self.venv.unwrapped
+
+    def __getattr__(self, name: str) -> Any:
+        """Find ``name`` down the wrapper stack; :class:`AttributeError` if the lookup is ambiguous."""
+        if name.startswith("__") or name in ("venv", "class_attributes"):
+            # not set yet (during unpickling or __init__): never recurse
+            raise AttributeError(name)
+        blocked_class = self.getattr_depth_check(name, already_found=False)
+        if blocked_class is not None:
+            own_class = f"{type(self).__module__}.{type(self).__name__}"
+            raise AttributeError(
+                f"Error: Recursive attribute lookup for {name} from {own_class} is "
+                f"ambiguous and hides attribute from {blocked_class}"
+            )
+        return self.getattr_recursive(name)
+
+    def _get_all_attributes(self) -> dict[str, Any]:
+        """Instance attributes plus class attributes of this wrapper."""
+        all_attributes = self.__dict__.copy()
+        all_attributes.update(self.class_attributes)
+        return all_attributes
+
+    def getattr_recursive(self, name: str) -> Any:
+        """Return ``name`` from the first level of the stack (this one first) that defines it."""
+        if name in self._get_all_attributes():
+            return getattr(self, name)
+        if hasattr(self.venv, "getattr_recursive"):
+            return self.venv.getattr_recursive(name)
+        return getattr(self.venv, name)
+
+    def getattr_depth_check(self, name: str, already_found: bool) -> str | None:
+        """See :meth:`VecEnv.getattr_depth_check`."""
+        all_attributes = self._get_all_attributes()
+        if name in all_attributes and already_found:
+            return f"{type(self).__module__}.{type(self).__name__}"
+        if name in all_attributes and not already_found:
+            return self.venv.getattr_depth_check(name, True)
+        return self.venv.getattr_depth_check(name, already_found)
