@@ -90,9 +90,9 @@ class VecEnv(ABC):
                 stacklevel=2,
             )
             render_modes = [None for _ in range(num_envs)]
-        assert all(
-            render_mode == render_modes[0] for render_mode in render_modes
-        ), "render_mode mode should be the same for all environments"
+        assert all(render_mode == render_modes[0] for render_mode in render_modes), (
+            "render_mode mode should be the same for all environments"
+        )
         self.render_mode: str | None = render_modes[0]
 
         modes: list[str] = []
@@ -168,7 +168,9 @@ class VecEnv(ABC):
         """
 
     @abstractmethod
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any) -> list[Any]:
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
         """Call ``method_name(*method_args, **method_kwargs)`` on the sub-environments at ``indices``.
 
         :param method_name: the method name (looked up through the gymnasium wrapper chain).

@@ -7,6 +7,7 @@ process. The episode-end rule therefore exists exactly once and backends cannot 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from copy import deepcopy
 from typing import Any
@@ -32,7 +33,7 @@ _SAME_INSTANCE_MESSAGE = (
 
 
 def is_wrapped(env: gym.Env, wrapper_class: type[gym.Wrapper]) -> bool:
-    """Whether ``wrapper_class`` appears anywhere in the ``gymnasium.Wrapper`` chain of ``env`` (SB3's ``is_wrapped``)."""
+    """Whether ``wrapper_class`` appears in the ``gymnasium.Wrapper`` chain of ``env`` (SB3's ``is_wrapped``)."""
     current: Any = env
     while isinstance(current, gym.Wrapper):
         if isinstance(current, wrapper_class):
@@ -259,7 +260,5 @@ class EnvGroup:
     def close_quietly(self) -> None:
         """Close every env, ignoring errors (used while unwinding a failed construction)."""
         for env in self.envs:
-            try:
+            with contextlib.suppress(Exception):
                 env.close()
-            except Exception:
-                pass

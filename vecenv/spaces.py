@@ -64,7 +64,7 @@ def create_batch_buffer(space: spaces.Space, n: int) -> Any:
 @create_batch_buffer.register(spaces.MultiDiscrete)
 @create_batch_buffer.register(spaces.MultiBinary)
 def _(space: spaces.Space, n: int) -> np.ndarray:
-    assert space.dtype is not None
+    assert space.dtype is not None and space.shape is not None
     return np.zeros((n, *space.shape), dtype=space.dtype)
 
 

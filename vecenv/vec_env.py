@@ -7,6 +7,7 @@ workers run. Every worker steps its envs with the same :class:`~vecenv.env_group
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import multiprocessing as mp
 import warnings
@@ -129,10 +130,8 @@ class WorkerVecEnv(VecEnv):
             super().__init__(num_envs, observation_space, action_space)
         except BaseException:
             self._closed = True
-            try:
+            with contextlib.suppress(Exception):
                 self._finalizer()
-            except Exception:
-                pass
             raise
 
     # --- state --------------------------------------------------------------------------------------
@@ -211,10 +210,8 @@ class WorkerVecEnv(VecEnv):
         self._check_open("reset")
         if self._state is AsyncState.WAITING_STEP:
             self._state = AsyncState.IDLE
-            try:
+            with contextlib.suppress(Exception):
                 _gather(self._workers)
-            except Exception:
-                pass
         if len(self._seeds) != self.num_envs or len(self._options) != self.num_envs:
             raise ValueError(
                 f"seed() / set_options() must give one entry per env: expected {self.num_envs}, got "
@@ -283,7 +280,9 @@ class WorkerVecEnv(VecEnv):
         """See :meth:`VecEnv.has_attr` (one round trip; never raises :class:`AttributeError`)."""
         return all(self._call(Command.HAS_ATTR, None, attr_name))
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any) -> list[Any]:
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
         """See :meth:`VecEnv.env_method`."""
         return self._call(Command.ENV_METHOD, indices, method_name, method_args, method_kwargs)
 
@@ -292,7 +291,10 @@ class WorkerVecEnv(VecEnv):
         return self._call(Command.IS_WRAPPED, indices, wrapper_class)
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        """One ``(H, W, 3)`` uint8 frame per env; warns and returns ``[None] * num_envs`` unless ``render_mode`` is ``rgb_array``."""
+        """One ``(H, W, 3)`` uint8 frame per env.
+
+        Warns and returns ``[None] * num_envs`` unless ``render_mode`` is ``rgb_array`` (as SB3).
+        """
         if self.render_mode != "rgb_array":
             warnings.warn(
                 f"The render mode is {self.render_mode}, but this method assumes it is `rgb_array` to obtain images.",
@@ -308,7 +310,8 @@ class DummyVecEnv(WorkerVecEnv):
     Best for cheap envs, where inter-process communication costs more than the env itself.
 
     :param env_fns: callables that each return a new ``gymnasium.Env``.
-    :raises TypeError: if ``env_fns`` is not a list of callables or one returns something that is not a ``gymnasium.Env``.
+    :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
+        ``gymnasium.Env`` (the message names the index).
     :raises ValueError: if two callables return the same env instance, or the envs' spaces differ.
     """
 
@@ -316,9 +319,7 @@ class DummyVecEnv(WorkerVecEnv):
         env_fns = _check_env_fns(env_fns)
         worker = InProcessWorker(env_fns, range(len(env_fns)))
         group = worker.group
-        super().__init__(
-            [worker], group.observation_space, group.action_space, (group.obs, group.rewards, group.dones)
-        )
+        super().__init__([worker], group.observation_space, group.action_space, (group.obs, group.rewards, group.dones))
         self.envs = group.envs
         self.keys, _, _ = obs_space_info(self.observation_space)
         self.buf_obs: OrderedDict[Any, np.ndarray] = buffer_as_obs_dict(self.observation_space, self._obs_buffer)
@@ -348,7 +349,8 @@ class SubprocVecEnv(WorkerVecEnv):
         ``"forkserver"`` where available, else ``"spawn"`` (as SB3).
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), or
         if the envs' spaces differ.
-    :raises TypeError: if ``env_fns`` is not a list of callables or one returns something that is not a ``gymnasium.Env``.
+    :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
+        ``gymnasium.Env`` (the message names the index).
     """
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]], start_method: str | None = None) -> None:
@@ -367,12 +369,9 @@ class SubprocVecEnv(WorkerVecEnv):
             for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
                 check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)
         except BaseException:
-            try:
+            with contextlib.suppress(Exception):
                 shutdown_workers(workers)
-            except Exception:
-                pass
             raise
         super().__init__(workers, observation_space, action_space)
         self.processes = [worker.process for worker in workers]
         self.remotes = [worker.conn for worker in workers]
-

@@ -10,6 +10,7 @@ worker is an error, not a hang.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import threading
 import time
@@ -115,6 +116,12 @@ class SubprocWorker(Worker):
         )
         self.process.start()
         child_conn.close()
+        # one prebuilt poll set per worker: waiting costs a single poll(2) call, and a dead worker
+        # (its sentinel becomes readable) is noticed even if it never writes to the pipe
+        self._conn_fd = self.conn.fileno()
+        self._poller = select.poll()
+        self._poller.register(self._conn_fd, select.POLLIN)
+        self._poller.register(self.process.sentinel, select.POLLIN)
         self._pending: Command | None = None
         self._buffers: tuple[Any, Any, Any] | None = None
 
@@ -125,7 +132,7 @@ class SubprocWorker(Worker):
         self._pending = None
         if not ok:
             raise payload.rebuild(self._where())
-        return payload  # type: ignore[no-any-return]
+        return payload
 
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
         self._buffers = (obs_buffer, rewards, dones)
@@ -169,11 +176,10 @@ class SubprocWorker(Worker):
 
     def _recv_raw(self, doing: str) -> Any:
         conn = self.conn
-        if not conn.poll():
-            ready = wait([conn, self.process.sentinel])
-            if conn not in ready:
-                self._pending = None
-                raise self._died(doing)
+        if not any(fd == self._conn_fd for fd, _ in self._poller.poll()):
+            # the poll set woke up for the sentinel alone: the worker is gone
+            self._pending = None
+            raise self._died(doing)
         try:
             return conn.recv()
         except (EOFError, OSError) as exc:

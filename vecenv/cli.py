@@ -1,0 +1,232 @@
+"""The ``vecenv`` command (also ``python -m vecenv``).
+
+``vecenv run`` steps a registered Gymnasium env with random actions through a vector env and prints a
+summary. User errors (unknown env id, bad option value, missing optional dependency) print one line
+``vecenv: error: ...`` and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from vecenv.version import __version__
+
+EXIT_USAGE = 2
+BACKENDS = ("dummy", "subproc")
+
+
+class UsageError(Exception):
+    """A problem with the user's input: printed as one line, exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object such as '{{\"max_episode_steps\": 100}}': {exc}"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object (a dict of keyword arguments), got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``vecenv`` command."""
+    parser = argparse.ArgumentParser(prog="vecenv", description="Fast, robust vectorized RL environments.")
+    parser.add_argument("--version", action="version", version=f"vecenv {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser(
+        "run",
+        help="step a Gymnasium env with random actions through a vector env and print a summary",
+        description="Step ENV_ID with actions sampled from its action space through a vector env, "
+        "then print env-steps/s and episode statistics.",
+    )
+    run.add_argument(
+        "env_id",
+        nargs="?",
+        default="CartPole-v1",
+        metavar="ENV_ID",
+        help="registered Gymnasium env id (default: %(default)s)",
+    )
+    run.add_argument(
+        "--num-envs", "-n", type=_positive_int, default=8, metavar="N", help="number of envs (default: %(default)s)"
+    )
+    run.add_argument(
+        "--backend",
+        "-b",
+        choices=BACKENDS,
+        default="subproc",
+        help="dummy: in this process; subproc: worker processes (default: %(default)s)",
+    )
+    run.add_argument(
+        "--steps",
+        "-s",
+        type=_positive_int,
+        default=100_000,
+        metavar="S",
+        help="total env-steps, rounded up to a multiple of N (default: %(default)s)",
+    )
+    run.add_argument("--seed", type=int, default=0, metavar="K", help="seed of envs and actions (default: %(default)s)")
+    run.add_argument(
+        "--env-kwargs",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help="keyword arguments for gymnasium.make, as a JSON object",
+    )
+    run.add_argument(
+        "--start-method",
+        choices=None,
+        default=None,
+        metavar="METHOD",
+        help="multiprocessing start method for the subproc backend (default: forkserver, else spawn)",
+    )
+    run.set_defaults(handler=cmd_run)
+    return parser
+
+
+def _check_env_id(env_id: str) -> None:
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as exc:
+        close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
+        hint = f"; did you mean: {', '.join(close)}?" if close else "; see gymnasium.pprint_registry() for the ids"
+        raise UsageError(f"unknown env id {env_id!r} ({type(exc).__name__}){hint}") from None
+
+
+@dataclass
+class EpisodeStats:
+    """Returns and lengths of the episodes that finished during a run, computed from rewards and dones."""
+
+    num_envs: int
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._return = np.zeros(self.num_envs, dtype=np.float64)
+        self._length = np.zeros(self.num_envs, dtype=np.int64)
+
+    def update(self, rewards: np.ndarray, dones: np.ndarray) -> None:
+        """Account one vector step: ``rewards`` float ``(num_envs,)``, ``dones`` bool ``(num_envs,)``."""
+        self._return += rewards
+        self._length += 1
+        if dones.any():
+            self.returns.extend(self._return[dones].tolist())
+            self.lengths.extend(self._length[dones].tolist())
+            self._return[dones] = 0.0
+            self._length[dones] = 0
+
+
+def _summary_lines(values: dict[str, Any]) -> list[str]:
+    width = max(len(key) for key in values)
+    return [f"{key + ':':<{width + 1}} {value}" for key, value in values.items()]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``vecenv run``: build the vector env with :func:`~vecenv.make_vec_env`, step it, print a summary."""
+    from tqdm import tqdm
+
+    from vecenv.env_util import make_vec_env
+    from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
+
+    _check_env_id(args.env_id)
+    n = args.num_envs
+    iterations = math.ceil(args.steps / n)
+    vec_env_kwargs: dict[str, Any] = {}
+    if args.backend == "subproc" and args.start_method is not None:
+        vec_env_kwargs["start_method"] = args.start_method
+    vec_env_cls = SubprocVecEnv if args.backend == "subproc" else DummyVecEnv
+    try:
+        venv = make_vec_env(
+            args.env_id,
+            n_envs=n,
+            seed=args.seed,
+            env_kwargs=args.env_kwargs,
+            vec_env_cls=vec_env_cls,
+            vec_env_kwargs=vec_env_kwargs,
+        )
+    except gym.error.DependencyNotInstalled as exc:
+        raise UsageError(f"{args.env_id} needs an optional dependency that is not installed: {exc}") from None
+    except (TypeError, ValueError, gym.error.Error) as exc:
+        if "start method" in str(exc) or "context" in str(exc):
+            raise UsageError(f"invalid --start-method {args.start_method!r}: {exc}") from None
+        raise UsageError(f"cannot create {args.env_id} with --env-kwargs {args.env_kwargs}: {exc}") from None
+    try:
+        actions = gym.vector.utils.batch_space(venv.action_space, n)
+        actions.seed(args.seed)
+        stats = EpisodeStats(n)
+        start = time.perf_counter()
+        venv.reset()
+        with tqdm(total=iterations * n, unit="step", unit_scale=True, disable=None, file=sys.stderr) as bar:
+            for _ in range(iterations):
+                _, rewards, dones, _ = venv.step(actions.sample())
+                stats.update(rewards, dones)
+                bar.update(n)
+        wall = time.perf_counter() - start
+    finally:
+        venv.close()
+
+    backend = args.backend + (f" ({venv.start_method})" if isinstance(venv, SubprocVecEnv) else "")
+    summary: dict[str, Any] = {
+        "env_id": args.env_id,
+        "backend": backend,
+        "num_envs": n,
+        "env_steps": iterations * n,
+        "wall_time_s": f"{wall:.3f}",
+        "steps_per_s": f"{iterations * n / wall:.0f}",
+        "episodes": len(stats.returns),
+    }
+    for name, values, fmt in (("return", stats.returns, ".3f"), ("length", stats.lengths, "d")):
+        if values:
+            summary[f"episode_{name}_mean"] = f"{np.mean(values):.3f}"
+            summary[f"episode_{name}_min"] = f"{values[int(np.argmin(values))]:{fmt}}"
+            summary[f"episode_{name}_max"] = f"{values[int(np.argmax(values))]:{fmt}}"
+        else:
+            summary[f"episode_{name}_mean"] = summary[f"episode_{name}_min"] = summary[f"episode_{name}_max"] = "n/a"
+    print("\n".join(_summary_lines(summary)))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``vecenv`` command; return the exit status (2 for user errors)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        print(f"vecenv: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("vecenv: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader of our output went away (e.g. `vecenv run | head`): not an error of ours
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silences the flush at interpreter exit
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
