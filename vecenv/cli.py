@@ -11,6 +11,7 @@ import argparse
 import difflib
 import json
 import math
+import multiprocessing as mp
 import os
 import sys
 import time
@@ -99,9 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--start-method",
-        choices=None,
+        choices=mp.get_all_start_methods(),
         default=None,
-        metavar="METHOD",
         help="multiprocessing start method for the subproc backend (default: forkserver, else spawn)",
     )
     run.set_defaults(handler=cmd_run)
@@ -171,8 +171,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except gym.error.DependencyNotInstalled as exc:
         raise UsageError(f"{args.env_id} needs an optional dependency that is not installed: {exc}") from None
     except (TypeError, ValueError, gym.error.Error) as exc:
-        if "start method" in str(exc) or "context" in str(exc):
-            raise UsageError(f"invalid --start-method {args.start_method!r}: {exc}") from None
         raise UsageError(f"cannot create {args.env_id} with --env-kwargs {args.env_kwargs}: {exc}") from None
     try:
         actions = gym.vector.utils.batch_space(venv.action_space, n)

@@ -21,6 +21,11 @@ from vecenv.spaces import create_batch_buffer, make_obs_writer
 
 __all__ = ["EnvGroup", "is_wrapped"]
 
+# info values that cannot change after the env returned them, so a shallow copy of the dict suffices
+_ATOMIC = frozenset(
+    {bool, int, float, complex, str, bytes, type(None), np.bool_, np.int32, np.int64, np.float32, np.float64}
+)
+
 _SAME_INSTANCE_MESSAGE = (
     "You tried to create multiple environments, but the function to create them returned the same instance "
     "instead of creating different objects. "
@@ -163,7 +168,8 @@ class EnvGroup:
         for j, env in enumerate(self.envs):
             try:
                 obs, reward, terminated, truncated, env_info = env.step(actions[j])
-                info = dict(env_info)
+                # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
+                info = dict(env_info) if all(type(v) in _ATOMIC for v in env_info.values()) else deepcopy(env_info)
                 done = bool(terminated or truncated)
                 info["TimeLimit.truncated"] = bool(truncated and not terminated)
                 if done:

@@ -105,7 +105,7 @@ class PackedException:
         for note in self.notes:
             if note not in existing:
                 add_note(exc, note)
-        add_note(exc, f"vecenv: remote traceback from {where}:\n{self.tb.rstrip()}")
+        add_note(exc, f"vecenv: raised in {where}; its traceback is chained above as RemoteTraceback")
         exc.__cause__ = RemoteTraceback(self.tb)
         return exc
 

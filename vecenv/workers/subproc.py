@@ -233,5 +233,4 @@ class SubprocWorker(Worker):
             process.kill()
             process.join()
         self.conn.close()
-        process.close()
         return error

@@ -1,0 +1,483 @@
+"""The ``vecenv run`` command end to end: console script, ``python -m vecenv`` and in-process ``main``.
+
+Summaries are checked against a reference computed here with plain Gymnasium envs (no vecenv): env ``i``
+is ``gym.make(env_id, render_mode="rgb_array", **env_kwargs)`` reset with ``seed + i``, actions come from
+``batch_space(action_space, n)`` seeded with ``seed``, rewards are accumulated as float32 values (the vector
+env's reward buffer) and a finished env is reset without a seed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import multiprocessing as mp
+import os
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector.utils import batch_space
+
+import vecenv
+from vecenv.cli import main
+
+SUMMARY_KEYS = [
+    "env_id",
+    "backend",
+    "num_envs",
+    "env_steps",
+    "wall_time_s",
+    "steps_per_s",
+    "episodes",
+    "episode_return_mean",
+    "episode_return_min",
+    "episode_return_max",
+    "episode_length_mean",
+    "episode_length_min",
+    "episode_length_max",
+]
+STAT_KEYS = SUMMARY_KEYS[6:]
+TIMEOUT = 60
+DEFAULT_START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+
+def _vecenv_exe() -> str:
+    exe = os.path.join(os.path.dirname(sys.executable), "vecenv")
+    if not os.path.exists(exe):
+        exe = shutil.which("vecenv") or exe
+    return exe
+
+
+def _run_script(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "vecenv", *args] if module else [_vecenv_exe(), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+
+
+def _parse_summary(stdout: str) -> dict[str, str]:
+    """Parse the ``key: value`` lines; every stdout line must be one, keys in the documented order."""
+    summary: dict[str, str] = {}
+    for line in stdout.splitlines():
+        key, sep, value = line.partition(":")
+        assert sep, f"not a 'key: value' line: {line!r}"
+        assert key == key.strip() and key, f"bad key in {line!r}"
+        summary[key] = value.strip()
+    assert list(summary) == SUMMARY_KEYS
+    return summary
+
+
+def _reference_stats(env_id: str, n: int, steps: int, seed: int, env_kwargs: dict | None = None) -> dict[str, str]:
+    """Episode statistics of ``vecenv run`` computed independently with plain Gymnasium envs."""
+    envs = [gym.make(env_id, **{"render_mode": "rgb_array", **(env_kwargs or {})}) for _ in range(n)]
+    actions = batch_space(envs[0].action_space, n)
+    actions.seed(seed)
+    for i, env in enumerate(envs):
+        env.reset(seed=seed + i)
+    running_return = [0.0] * n
+    running_length = [0] * n
+    returns: list[float] = []
+    lengths: list[int] = []
+    for _ in range(math.ceil(steps / n)):
+        action = actions.sample()
+        for i, env in enumerate(envs):
+            _, reward, terminated, truncated, _ = env.step(action[i])
+            running_return[i] += float(np.float32(reward))
+            running_length[i] += 1
+            if terminated or truncated:
+                returns.append(running_return[i])
+                lengths.append(running_length[i])
+                running_return[i], running_length[i] = 0.0, 0
+                env.reset()
+    for env in envs:
+        env.close()
+    stats = {"episodes": str(len(returns))}
+    if returns:
+        stats |= {
+            "episode_return_mean": f"{np.mean(returns):.3f}",
+            "episode_return_min": f"{min(returns):.3f}",
+            "episode_return_max": f"{max(returns):.3f}",
+            "episode_length_mean": f"{np.mean(lengths):.3f}",
+            "episode_length_min": str(min(lengths)),
+            "episode_length_max": str(max(lengths)),
+        }
+    else:
+        stats |= dict.fromkeys(STAT_KEYS[1:], "n/a")
+    return stats
+
+
+def _check_summary(summary: dict[str, str], env_id: str, n: int, steps: int, backend: str) -> None:
+    """Header lines of a summary: env id, backend, env count, rounded-up env steps, well-formed timings."""
+    assert summary["env_id"] == env_id
+    assert summary["backend"] == backend
+    assert summary["num_envs"] == str(n)
+    assert summary["env_steps"] == str(math.ceil(steps / n) * n)
+    assert float(summary["wall_time_s"]) >= 0
+    assert float(summary["steps_per_s"]) >= 0
+    assert int(summary["episodes"]) >= 0
+
+
+def _stats(summary: dict[str, str]) -> dict[str, str]:
+    return {key: summary[key] for key in STAT_KEYS}
+
+
+def _run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _assert_one_line_error(code: int, out: str, err: str) -> str:
+    """A user error: exit status 2, nothing on stdout, exactly one ``vecenv: error:`` line on stderr."""
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("vecenv: error: ")
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------------- console script
+
+
+def test_version_console_script():
+    """``vecenv --version`` prints the package version and exits 0."""
+    result = _run_script("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"vecenv {vecenv.__version__}"
+
+
+def test_console_script_run_matches_reference():
+    """``vecenv run`` (dummy) prints the summary of the reference run; no progress bar when stderr is a pipe."""
+    result = _run_script("run", "CartPole-v1", "-n", "2", "--steps", "400", "--seed", "3", "--backend", "dummy")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    summary = _parse_summary(result.stdout)
+    _check_summary(summary, "CartPole-v1", 2, 400, "dummy")
+    assert _stats(summary) == _reference_stats("CartPole-v1", 2, 400, 3)
+    assert int(summary["episodes"]) > 0
+
+
+def test_python_m_vecenv_subproc_matches_reference():
+    """``python -m vecenv run`` with the subproc backend prints the same statistics as the reference run."""
+    result = _run_script(
+        "run", "CartPole-v1", "-n", "2", "--steps", "400", "--seed", "3", "--backend", "subproc", module=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    summary = _parse_summary(result.stdout)
+    _check_summary(summary, "CartPole-v1", 2, 400, f"subproc ({DEFAULT_START_METHOD})")
+    assert _stats(summary) == _reference_stats("CartPole-v1", 2, 400, 3)
+
+
+def test_console_script_unknown_env_id():
+    """An unknown env id: exit 2 and one ``vecenv: error:`` line that suggests the close registered id."""
+    result = _run_script("run", "CartPol-v1", "-n", "2")
+    line = _assert_one_line_error(result.returncode, result.stdout, result.stderr)
+    assert "CartPol-v1" in line
+    assert "CartPole-v1" in line
+
+
+def test_console_script_missing_dependency_subproc():
+    """A missing optional dependency in subproc workers: one error line naming the package, no worker traceback."""
+    result = _run_script("run", "LunarLander-v3", "-n", "2", "--steps", "10", "--backend", "subproc")
+    line = _assert_one_line_error(result.returncode, result.stdout, result.stderr)
+    assert "LunarLander-v3" in line
+    assert "box2d" in line.lower()
+
+
+def test_python_m_vecenv_env_kwargs_rejected():
+    """``python -m vecenv`` with ``--env-kwargs`` the env rejects (subproc workers): exit 2, one error line."""
+    result = _run_script("run", "--env-kwargs", '{"foo": 1}', "-n", "2", "--steps", "10", module=True)
+    line = _assert_one_line_error(result.returncode, result.stdout, result.stderr)
+    assert "foo" in line
+
+
+def test_console_script_argparse_error():
+    """A bad option value through the console script: argparse's usage error, exit 2, no traceback."""
+    result = _run_script("run", "--steps", "abc")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("vecenv run: error: ")
+    assert "--steps" in last
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_bar_only_on_terminal():
+    """With stderr on a terminal, a tqdm bar is drawn on stderr; the summary still goes to stdout."""
+    master, slave = os.openpty()
+    # a real terminal has a size (a fresh pty is 0x0, where tqdm draws an empty bar)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        proc = subprocess.Popen(
+            [_vecenv_exe(), "run", "CartPole-v1", "-n", "2", "--steps", "400", "--seed", "3", "--backend", "dummy"],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+        )
+        os.close(slave)
+        slave = -1
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other end is closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        stdout, _ = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if slave != -1:
+            os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0
+    terminal = b"".join(chunks).decode(errors="replace")
+    assert "100%" in terminal
+    assert "400/400" in terminal
+    summary = _parse_summary(stdout)
+    assert _stats(summary) == _reference_stats("CartPole-v1", 2, 400, 3)
+
+
+# ------------------------------------------------------------------------------------------ in-process main()
+
+
+# (env_id, n, steps, backend, (return_low, return_high), max_length)
+ENV_CASES = [
+    ("CartPole-v1", 2, 400, "dummy", (1.0, 500.0), 500),
+    ("Pendulum-v1", 2, 400, "dummy", (-16.2736044 * 200, 0.0), 200),
+    ("MountainCar-v0", 2, 400, "subproc", (-200.0, -1.0), 200),
+    ("Acrobot-v1", 2, 1200, "dummy", (-500.0, 0.0), 500),
+    ("FrozenLake-v1", 4, 400, "dummy", (0.0, 1.0), 100),
+    ("Blackjack-v1", 2, 400, "subproc", (-1.0, 1.0), 400),
+]
+
+
+@pytest.mark.parametrize(
+    ("env_id", "n", "steps", "backend", "return_range", "max_length"), ENV_CASES, ids=[case[0] for case in ENV_CASES]
+)
+def test_run_env_ids(capsys, env_id, n, steps, backend, return_range, max_length):
+    """Several classic envs run and print sane statistics, equal to the reference run."""
+    code, out, err = _run_main(
+        capsys, "run", env_id, "-n", str(n), "--steps", str(steps), "--seed", "1", "--backend", backend
+    )
+    assert code == 0, err
+    assert err == ""
+    summary = _parse_summary(out)
+    expected_backend = "dummy" if backend == "dummy" else f"subproc ({DEFAULT_START_METHOD})"
+    _check_summary(summary, env_id, n, steps, expected_backend)
+    episodes = int(summary["episodes"])
+    assert episodes >= 1
+    low, high = return_range
+    r_min, r_mean, r_max = (float(summary[f"episode_return_{k}"]) for k in ("min", "mean", "max"))
+    assert low - 1e-3 <= r_min <= r_mean <= r_max <= high + 1e-3
+    l_min, l_max = int(summary["episode_length_min"]), int(summary["episode_length_max"])
+    assert 1 <= l_min <= float(summary["episode_length_mean"]) <= l_max <= max_length
+    # (the mean is printed rounded to 3 decimals)
+    assert episodes * float(summary["episode_length_mean"]) <= int(summary["env_steps"]) + episodes * 5e-4
+    if env_id == "CartPole-v1":  # +1 per step
+        assert summary["episode_return_mean"] == summary["episode_length_mean"]
+    if env_id in ("Pendulum-v1", "MountainCar-v0", "Acrobot-v1"):  # truncated (or ended) within the time limit
+        assert episodes >= n * (math.ceil(steps / n) // max_length)
+    assert _stats(summary) == _reference_stats(env_id, n, steps, 1)
+
+
+def test_dummy_and_subproc_print_same_statistics(capsys):
+    """The dummy and subproc backends print identical episode statistics for the same seed."""
+    args = ["run", "FrozenLake-v1", "-n", "3", "--steps", "600", "--seed", "7"]
+    code_d, out_d, err_d = _run_main(capsys, *args, "--backend", "dummy")
+    code_s, out_s, err_s = _run_main(capsys, *args, "--backend", "subproc")
+    assert (code_d, code_s) == (0, 0), err_d + err_s
+    dummy, subproc = _parse_summary(out_d), _parse_summary(out_s)
+    assert dummy["backend"] == "dummy"
+    assert subproc["backend"] == f"subproc ({DEFAULT_START_METHOD})"
+    for key in ("env_id", "num_envs", "env_steps", *STAT_KEYS):
+        assert dummy[key] == subproc[key], key
+    assert int(dummy["episodes"]) > 0
+    assert _stats(dummy) == _reference_stats("FrozenLake-v1", 3, 600, 7)
+
+
+def test_defaults(capsys):
+    """Without options: CartPole-v1, 8 envs, subproc backend, seed 0."""
+    code, out, err = _run_main(capsys, "run", "--steps", "16")
+    assert code == 0, err
+    summary = _parse_summary(out)
+    _check_summary(summary, "CartPole-v1", 8, 16, f"subproc ({DEFAULT_START_METHOD})")
+    assert _stats(summary) == _reference_stats("CartPole-v1", 8, 16, 0)
+
+
+def test_help_shows_defaults(capsys, monkeypatch):
+    """``vecenv run --help`` documents the defaults, including 100000 steps."""
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as excinfo:
+        main(["run", "--help"])
+    assert excinfo.value.code == 0
+    out = capsys.readouterr().out
+    for default in ("CartPole-v1", "8", "subproc", "100000", "0"):
+        assert f"(default: {default})" in out
+
+
+def test_version_in_process(capsys):
+    """``main(["--version"])`` prints the version and exits 0."""
+    with pytest.raises(SystemExit) as excinfo:
+        main(["--version"])
+    assert excinfo.value.code == 0
+    assert capsys.readouterr().out.strip() == f"vecenv {vecenv.__version__}"
+
+
+def test_steps_rounded_up_to_multiple_of_num_envs(capsys):
+    """``--steps`` not a multiple of ``N``: ceil(S/N) vector steps, i.e. ceil(S/N)*N env steps."""
+    code, out, err = _run_main(
+        capsys, "run", "Acrobot-v1", "-n", "3", "--steps", "401", "--seed", "2", "--backend", "dummy"
+    )
+    assert code == 0, err
+    summary = _parse_summary(out)
+    _check_summary(summary, "Acrobot-v1", 3, 401, "dummy")
+    assert summary["env_steps"] == "402"
+    assert _stats(summary) == _reference_stats("Acrobot-v1", 3, 401, 2)
+
+
+def test_no_finished_episode_prints_na(capsys):
+    """No episode finished: episodes 0 and every episode statistic is ``n/a``."""
+    code, out, err = _run_main(capsys, "run", "Pendulum-v1", "-n", "2", "--steps", "100", "--backend", "dummy")
+    assert code == 0, err
+    summary = _parse_summary(out)
+    assert summary["episodes"] == "0"
+    assert all(summary[key] == "n/a" for key in STAT_KEYS[1:])
+
+
+def test_env_kwargs_reach_env(capsys):
+    """``--env-kwargs`` is passed to ``gymnasium.make``: ``max_episode_steps`` caps every episode."""
+    code, out, err = _run_main(
+        capsys,
+        "run",
+        "CartPole-v1",
+        "-n",
+        "2",
+        "--steps",
+        "400",
+        "--seed",
+        "4",
+        "--backend",
+        "dummy",
+        "--env-kwargs",
+        '{"max_episode_steps": 10}',
+    )
+    assert code == 0, err
+    summary = _parse_summary(out)
+    assert int(summary["episode_length_max"]) == 10
+    assert int(summary["episodes"]) >= 400 // 10
+    assert _stats(summary) == _reference_stats("CartPole-v1", 2, 400, 4, {"max_episode_steps": 10})
+
+
+def test_start_method_option(capsys):
+    """``--start-method spawn`` is used by the subproc backend and shown in the backend line."""
+    code, out, err = _run_main(
+        capsys, "run", "CartPole-v1", "-n", "2", "--steps", "100", "--seed", "5", "--start-method", "spawn"
+    )
+    assert code == 0, err
+    summary = _parse_summary(out)
+    _check_summary(summary, "CartPole-v1", 2, 100, "subproc (spawn)")
+    assert _stats(summary) == _reference_stats("CartPole-v1", 2, 100, 5)
+
+
+def test_different_seeds_differ(capsys):
+    """The seed matters: two seeds give different statistics, each equal to its reference."""
+    outs = []
+    for seed in ("0", "1"):
+        code, out, err = _run_main(
+            capsys, "run", "CartPole-v1", "-n", "2", "--steps", "400", "--seed", seed, "--backend", "dummy"
+        )
+        assert code == 0, err
+        outs.append(_stats(_parse_summary(out)))
+        assert outs[-1] == _reference_stats("CartPole-v1", 2, 400, int(seed))
+    assert outs[0] != outs[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--num-envs", "0"], "--num-envs"),
+        (["-n", "-1"], "--num-envs"),
+        (["-n", "two"], "--num-envs"),
+        (["--steps", "abc"], "--steps"),
+        (["--steps", "0"], "--steps"),
+        (["--env-kwargs", "{not json"], "--env-kwargs"),
+        (["--env-kwargs", "[1]"], "--env-kwargs"),
+        (["--backend", "bogus"], "--backend"),
+        (["--seed", "x"], "--seed"),
+        (["--start-method", "bogus"], "--start-method"),
+        (["--start-method", "bogus", "--backend", "dummy"], "--start-method"),
+    ],
+)
+def test_bad_option_values(capsys, args, option):
+    """Bad option values: argparse's ``vecenv run: error:`` line naming the option, exit 2, no traceback."""
+    with pytest.raises(SystemExit) as excinfo:
+        main(["run", *args])
+    assert excinfo.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith("vecenv run: error: ")
+    assert option in last
+    assert [line for line in err.splitlines() if "error:" in line] == [last]
+
+
+def test_no_command(capsys):
+    """``vecenv`` without a command is a usage error (exit 2)."""
+    with pytest.raises(SystemExit) as excinfo:
+        main([])
+    assert excinfo.value.code == 2
+    assert "vecenv: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("env_id", "suggestion"),
+    [("CartPol-v1", "CartPole-v1"), ("Cartpole-v1", "CartPole-v1"), ("Pendulum-v9", "Pendulum-v1")],
+)
+def test_unknown_env_id_suggests_close_ids(capsys, env_id, suggestion):
+    """An unknown env id: one error line naming it and listing close registered ids."""
+    code, out, err = _run_main(capsys, "run", env_id, "-n", "2", "--backend", "dummy")
+    line = _assert_one_line_error(code, out, err)
+    assert env_id in line
+    assert suggestion in line
+
+
+def test_unknown_env_id_without_close_match(capsys):
+    """A totally unknown env id is still a one-line user error."""
+    code, out, err = _run_main(capsys, "run", "Zzqxj-v0", "-n", "2", "--backend", "dummy")
+    line = _assert_one_line_error(code, out, err)
+    assert "Zzqxj-v0" in line
+
+
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+def test_env_kwargs_rejected_by_env(capsys, backend):
+    """``--env-kwargs`` the env does not accept: one ``vecenv: error:`` line naming the bad key, exit 2."""
+    code, out, err = _run_main(
+        capsys, "run", "CartPole-v1", "-n", "2", "--backend", backend, "--env-kwargs", '{"foo": 1}'
+    )
+    line = _assert_one_line_error(code, out, err)
+    assert "foo" in line
+
+
+def test_missing_dependency_dummy(capsys):
+    """``LunarLander-v3`` without Box2D (dummy backend): one error line naming the missing package, exit 2."""
+    code, out, err = _run_main(capsys, "run", "LunarLander-v3", "-n", "1", "--backend", "dummy")
+    line = _assert_one_line_error(code, out, err)
+    assert "LunarLander-v3" in line
+    assert "box2d" in line.lower()
