@@ -27,7 +27,7 @@ test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.test-installed
-	$(BIN)/ruff check vecenv tests benchmarks
+	$(BIN)/ruff check .
 
 type: $(VENV)/.test-installed
 	$(BIN)/mypy
