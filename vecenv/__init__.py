@@ -9,7 +9,7 @@ from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCal
 from vecenv.spaces import dict_to_obs, obs_space_info
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 from vecenv.version import __version__
-from vecenv.wrappers import VecEnvWrapper
+from vecenv.wrappers import VecEnvWrapper, VecEnvWrapperT, is_vecenv_wrapped, unwrap_vec_wrapper
 
 __all__ = [
     "AlreadyPendingCallError",
@@ -24,10 +24,13 @@ __all__ = [
     "VecEnvObs",
     "VecEnvStepReturn",
     "VecEnvWrapper",
+    "VecEnvWrapperT",
     "WorkerDiedError",
     "__version__",
     "dict_to_obs",
+    "is_vecenv_wrapped",
     "make_vec_env",
     "obs_space_info",
     "tile_images",
+    "unwrap_vec_wrapper",
 ]

@@ -11,6 +11,7 @@ Support for another space type is one ``register`` call per function.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from functools import singledispatch
@@ -261,3 +262,44 @@ def buffer_as_obs_dict(obs_space: spaces.Space, buffer: Any) -> OrderedDict[Any,
     if isinstance(obs_space, spaces.Tuple):
         return OrderedDict(enumerate(buffer))
     return OrderedDict([(None, buffer)])
+
+
+# --- images (``stable_baselines3.common.preprocessing``) -----------------------------------------------
+
+
+def is_image_space_channels_first(observation_space: spaces.Box) -> bool:
+    """Whether an image space is channels-first ``(C, H, W)``: SB3's heuristic, the smallest dimension is channels.
+
+    Warns when the middle dimension is the smallest (treated as channels-last, as SB3 does).
+
+    :param observation_space: a 3-D Box.
+    :return: True for channels-first, False for channels-last.
+    """
+    smallest_dimension = int(np.argmin(observation_space.shape))
+    if smallest_dimension == 1:
+        warnings.warn(
+            "Treating image space as channels-last, while second dimension was smallest of the three.", stacklevel=2
+        )
+    return smallest_dimension == 0
+
+
+def is_image_space(observation_space: spaces.Space, check_channels: bool = False, normalized_image: bool = False) -> bool:
+    """Whether a space looks like an image: a 3-D Box of uint8 with bounds 0..255 (SB3's conservative check).
+
+    :param observation_space: any space.
+    :param check_channels: also require 1, 3 or 4 channels (grayscale, RGB, RGBD).
+    :param normalized_image: skip the dtype and bounds checks (only require a 3-D Box).
+    :return: True if the space is an image space.
+    """
+    if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 3:
+        return False
+    if not normalized_image:
+        if observation_space.dtype != np.uint8:
+            return False
+        if np.any(observation_space.low != 0) or np.any(observation_space.high != 255):
+            return False
+    if not check_channels:
+        return True
+    shape = observation_space.shape
+    n_channels = shape[0] if is_image_space_channels_first(observation_space) else shape[-1]
+    return n_channels in (1, 3, 4)

@@ -1,5 +1,5 @@
 """Vectorized-environment wrappers (one module per wrapper) and the :class:`VecEnvWrapper` base."""
 
-from vecenv.wrappers.base import VecEnvWrapper
+from vecenv.wrappers.base import VecEnvWrapper, VecEnvWrapperT, is_vecenv_wrapped, unwrap_vec_wrapper
 
-__all__ = ["VecEnvWrapper"]
+__all__ = ["VecEnvWrapper", "VecEnvWrapperT", "is_vecenv_wrapped", "unwrap_vec_wrapper"]

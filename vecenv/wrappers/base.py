@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-__all__ = ["VecEnvWrapper"]
+__all__ = ["VecEnvWrapper", "VecEnvWrapperT", "is_vecenv_wrapped", "unwrap_vec_wrapper"]
 
 
 class VecEnvWrapper(VecEnv):
@@ -128,3 +128,26 @@ class VecEnvWrapper(VecEnv):
         if name in all_attributes and not already_found:
             return self.venv.getattr_depth_check(name, True)
         return self.venv.getattr_depth_check(name, already_found)
+
+
+VecEnvWrapperT = TypeVar("VecEnvWrapperT", bound=VecEnvWrapper)
+
+
+def unwrap_vec_wrapper(env: VecEnv, vec_wrapper_class: type[VecEnvWrapperT]) -> VecEnvWrapperT | None:
+    """Return the outermost wrapper of type ``vec_wrapper_class`` in the stack of ``env`` (SB3 semantics).
+
+    :param env: a vectorized environment, wrapped or not.
+    :param vec_wrapper_class: the wrapper class to look for (subclasses match too).
+    :return: the first matching wrapper walking down from ``env``, or None.
+    """
+    env_tmp: VecEnv = env
+    while isinstance(env_tmp, VecEnvWrapper):
+        if isinstance(env_tmp, vec_wrapper_class):
+            return env_tmp
+        env_tmp = env_tmp.venv
+    return None
+
+
+def is_vecenv_wrapped(env: VecEnv, vec_wrapper_class: type[VecEnvWrapper]) -> bool:
+    """Whether ``env`` has a wrapper of type ``vec_wrapper_class`` anywhere in its stack (SB3 semantics)."""
+    return unwrap_vec_wrapper(env, vec_wrapper_class) is not None
