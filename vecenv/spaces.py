@@ -283,7 +283,9 @@ def is_image_space_channels_first(observation_space: spaces.Box) -> bool:
     return smallest_dimension == 0
 
 
-def is_image_space(observation_space: spaces.Space, check_channels: bool = False, normalized_image: bool = False) -> bool:
+def is_image_space(
+    observation_space: spaces.Space, check_channels: bool = False, normalized_image: bool = False
+) -> bool:
     """Whether a space looks like an image: a 3-D Box of uint8 with bounds 0..255 (SB3's conservative check).
 
     :param observation_space: any space.
