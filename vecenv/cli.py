@@ -42,6 +42,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
 def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -90,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="total env-steps, rounded up to a multiple of N (default: %(default)s)",
     )
-    run.add_argument("--seed", type=int, default=0, metavar="K", help="seed of envs and actions (default: %(default)s)")
+    run.add_argument(
+        "--seed", type=_non_negative_int, default=0, metavar="K", help="seed of envs and actions (default: %(default)s)"
+    )
     run.add_argument(
         "--env-kwargs",
         type=_json_object,
@@ -111,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_env_id(env_id: str) -> None:
     try:
         gym.spec(env_id)
+    except gym.error.NamespaceNotFound:
+        namespace = env_id.split("/", 1)[0]
+        raise UsageError(
+            f"unknown env id {env_id!r}: no env of namespace {namespace!r} is registered; install the package that "
+            "provides it (e.g. ale-py for ALE/...) and check gymnasium.pprint_registry()"
+        ) from None
     except gym.error.Error as exc:
         close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
         hint = f"; did you mean: {', '.join(close)}?" if close else "; see gymnasium.pprint_registry() for the ids"
@@ -171,7 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except gym.error.DependencyNotInstalled as exc:
         raise UsageError(f"{args.env_id} needs an optional dependency that is not installed: {exc}") from None
     except (TypeError, ValueError, gym.error.Error) as exc:
-        raise UsageError(f"cannot create {args.env_id} with --env-kwargs {args.env_kwargs}: {exc}") from None
+        given = f" with --env-kwargs {json.dumps(args.env_kwargs)}" if args.env_kwargs else ""
+        raise UsageError(f"cannot create {args.env_id}{given}: {exc}") from None
     try:
         actions = gym.vector.utils.batch_space(venv.action_space, n)
         actions.seed(args.seed)

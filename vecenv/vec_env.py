@@ -46,13 +46,17 @@ class AsyncState(enum.Enum):
 
 
 def _call_all(calls: Sequence[Callable[[], Any]]) -> list[Any]:
-    """Run every call even if some fail (so every worker's reply is drained), then raise the first error."""
+    """Run every call even if some fail (so every worker's reply is drained), then raise the first error.
+
+    KeyboardInterrupt and SystemExit propagate at once; replies left unread are discarded by the
+    workers before their next request.
+    """
     results: list[Any] = []
     first_error: BaseException | None = None
     for call in calls:
         try:
             results.append(call())
-        except BaseException as exc:
+        except Exception as exc:
             results.append(None)
             first_error = first_error or exc
     if first_error is not None:

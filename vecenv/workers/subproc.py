@@ -92,7 +92,7 @@ def _describe_exit(exitcode: int | None) -> str:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        hint = " (SIGKILL: most often the out-of-memory killer)" if -exitcode == signal.SIGKILL else ""
+        hint = " (most often the out-of-memory killer)" if -exitcode == signal.SIGKILL else ""
         return f"was killed by {name}{hint}"
     return f"exited with code {exitcode}"
 
