@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 DEPS := setup.cfg setup.py pyproject.toml
 
-.PHONY: demo test lint type check clean
+SB3_VENV ?= .venv-sb3
+
+.PHONY: demo test test-sb3 lint type check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +28,17 @@ demo: $(VENV)/.demo-installed
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest
 
+# Stable-Baselines3 needs torch: pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
+$(SB3_VENV)/.installed: $(DEPS)
+	$(PYTHON) -m venv $(SB3_VENV)
+	$(SB3_VENV)/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0
+	$(SB3_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[test,sb3]"
+	touch $@
+
+## test-sb3: the interoperability tests with stable-baselines3 (separate venv with torch CPU)
+test-sb3: $(SB3_VENV)/.installed
+	$(SB3_VENV)/bin/python -m pytest -m sb3
+
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
 
@@ -35,4 +48,4 @@ type: $(VENV)/.test-installed
 check: test lint type
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SB3_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

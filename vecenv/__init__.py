@@ -34,3 +34,8 @@ __all__ = [
     "tile_images",
     "unwrap_vec_wrapper",
 ]
+
+# Let Stable-Baselines3's isinstance checks accept vecenv objects (never imports SB3 itself).
+from vecenv import sb3_compat as _sb3_compat
+
+_sb3_compat.install()
