@@ -21,6 +21,8 @@ class Command(enum.IntEnum):
     IS_WRAPPED = 7
     RENDER = 8
     CLOSE = 9
+    #: worker processes only: map the shared batch buffers (handled by the worker loop, not the group)
+    SETUP = 10
 
     @property
     def label(self) -> str:

@@ -45,38 +45,88 @@ def _unsupported(space: spaces.Space, what: str) -> NotImplementedError:
 # --- buffers ------------------------------------------------------------------------------------
 
 
+#: ``alloc(shape, dtype) -> zeroed array``: where the arrays of a batch buffer live (memory or shared memory).
+Allocator = Callable[[tuple[int, ...], np.dtype], np.ndarray]
+
+
+def _zeros(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    return np.zeros(shape, dtype=dtype)
+
+
 @singledispatch
-def create_batch_buffer(space: spaces.Space, n: int) -> Any:
+def create_batch_buffer(space: spaces.Space, n: int, alloc: Allocator = _zeros) -> Any:
     """Allocate a zeroed batch buffer holding ``n`` observations of ``space``.
+
+    A space vecenv does not know but that declares a ``shape`` and a numeric ``dtype`` is batched
+    like a Box; any other unknown space gets an object array ``(n,)`` holding the observations as
+    they are (they cannot live in shared memory and travel pickled).
 
     :param space: a single-env observation space.
     :param n: number of envs (first axis of every array).
+    :param alloc: allocates each numeric array (``np.zeros`` by default; shared memory for worker processes).
     :return: an array ``(n, *space.shape)`` of ``space.dtype``, or a dict / tuple of such buffers
         for Dict / Tuple spaces (Dict keys in the space's order).
-    :raises NotImplementedError: for a space type vecenv does not know how to batch.
     """
-    if space.shape is not None and space.dtype is not None and not hasattr(space, "spaces"):
-        return np.zeros((n, *space.shape), dtype=space.dtype)
-    raise _unsupported(space, "batch observations")
+    if space.shape is not None and space.dtype is not None and space.dtype != np.dtype(object):
+        return alloc((n, *space.shape), np.dtype(space.dtype))
+    return np.empty((n,), dtype=object)
 
 
 @create_batch_buffer.register(spaces.Box)
 @create_batch_buffer.register(spaces.Discrete)
 @create_batch_buffer.register(spaces.MultiDiscrete)
 @create_batch_buffer.register(spaces.MultiBinary)
-def _(space: spaces.Space, n: int) -> np.ndarray:
+def _(space: spaces.Space, n: int, alloc: Allocator = _zeros) -> np.ndarray:
     assert space.dtype is not None and space.shape is not None
-    return np.zeros((n, *space.shape), dtype=space.dtype)
+    return alloc((n, *space.shape), np.dtype(space.dtype))
 
 
 @create_batch_buffer.register(spaces.Dict)
-def _(space: spaces.Dict, n: int) -> dict[str, Any]:
-    return {key: create_batch_buffer(sub, n) for key, sub in space.spaces.items()}
+def _(space: spaces.Dict, n: int, alloc: Allocator = _zeros) -> dict[str, Any]:
+    return {key: create_batch_buffer(sub, n, alloc) for key, sub in space.spaces.items()}
 
 
 @create_batch_buffer.register(spaces.Tuple)
-def _(space: spaces.Tuple, n: int) -> tuple[Any, ...]:
-    return tuple(create_batch_buffer(sub, n) for sub in space.spaces)
+def _(space: spaces.Tuple, n: int, alloc: Allocator = _zeros) -> tuple[Any, ...]:
+    return tuple(create_batch_buffer(sub, n, alloc) for sub in space.spaces)
+
+
+def buffer_leaves(buffer: Any) -> list[np.ndarray]:
+    """The arrays of a batch buffer, depth first in space order."""
+    if isinstance(buffer, np.ndarray):
+        return [buffer]
+    values = buffer.values() if isinstance(buffer, dict) else buffer
+    return [leaf for value in values for leaf in buffer_leaves(value)]
+
+
+def is_shareable(buffer: Any) -> bool:
+    """Whether every array of a batch buffer has a fixed-size dtype (so it can live in shared memory)."""
+    return all(leaf.dtype != np.dtype(object) for leaf in buffer_leaves(buffer))
+
+
+def write_actions(action_space: spaces.Space, buffer: Any, actions: Any) -> None:
+    """Store a batch of ``num_envs`` actions (any layout :func:`split_actions` accepts) into an action batch buffer.
+
+    Values are cast to the buffer's dtype (the action space's dtype).
+
+    :raises ValueError: if an action does not fit its slot (wrong shape).
+    """
+    if isinstance(buffer, np.ndarray) and isinstance(actions, np.ndarray):
+        try:
+            np.copyto(buffer, actions, casting="unsafe")
+        except ValueError:
+            raise ValueError(
+                f"actions must have shape {buffer.shape} (num_envs, *action_space.shape) for action space "
+                f"{action_space}, got shape {actions.shape}"
+            ) from None
+        return
+    write = make_obs_writer(action_space)
+    per_env = split_actions(action_space, actions, 0, num_actions(action_space, actions))
+    for i in range(len(per_env)):
+        try:
+            write(buffer, i, per_env[i])
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"action {i} does not fit action space {action_space}: {exc}") from None
 
 
 @singledispatch

@@ -1,8 +1,27 @@
 """Worker processes for :class:`~vecenv.SubprocVecEnv`: the worker loop and the parent-side handle.
 
-Protocol: the parent sends ``(command, payload)``; the worker always answers ``(ok, payload)``. On
-``ok=False`` the payload is a :class:`~vecenv.errors.PackedException` that the parent re-raises with
-the env's own type, a note naming the env index and the remote traceback chained as cause.
+Each worker process owns a group of envs (an :class:`~vecenv.env_group.EnvGroup`). Observations,
+rewards, dones and actions live in a :class:`~vecenv.shared_memory.SharedBatch` that both sides map;
+the group writes its rows in place, so a step costs one small message each way per worker.
+
+Protocol (raw bytes over the worker's pipe; every request gets exactly one reply):
+
+==============================  =============================================================
+parent -> worker                meaning
+==============================  =============================================================
+``b"S"``                        STEP with the actions already in shared memory
+``b"s" + pickle(actions)``      STEP with pickled actions (action spaces that cannot be shared)
+``b"C" + pickle((cmd, arg))``   any other :class:`~vecenv.protocol.Command` (cloudpickled)
+==============================  =============================================================
+
+==============================  =============================================================
+worker -> parent                meaning
+==============================  =============================================================
+``b"\\x00"``                     STEP done; every info is ``{"TimeLimit.truncated": False}``, no reset info
+``b"\\x01" + pickle(payload)``   success with a payload (sparse infos, results, ...)
+``b"\\x02" + pickle(error)``     the command raised: a :class:`~vecenv.errors.PackedException`
+==============================  =============================================================
+
 The parent never blocks on a pipe without also watching the worker's process sentinel, so a dead
 worker is an error, not a hang.
 """
@@ -10,24 +29,42 @@ worker is an error, not a hang.
 from __future__ import annotations
 
 import os
+import pickle
 import select
 import signal
 import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+import cloudpickle
 import gymnasium as gym
+import numpy as np
 
 from vecenv.base import CloudpickleWrapper
 from vecenv.errors import PackedException, WorkerDiedError
 from vecenv.protocol import Command
-from vecenv.spaces import batch_assign
+from vecenv.shared_memory import SharedBatch
+from vecenv.spaces import batch_assign, batch_copy, batch_slice, split_actions
 from vecenv.workers.base import Worker
 
-_BUFFER_COMMANDS = (Command.STEP, Command.RESET)
+STEP_SHARED = b"S"
+STEP_PICKLED = b"s"[0]
+CALL = b"C"[0]
+OK_EMPTY = b"\x00"
+OK = 1
+FAILED = 2
+_DEFAULT_INFO_KEY = "TimeLimit.truncated"
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # lambdas, local classes...: cloudpickle output loads with pickle.loads
+        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _exit_when_parent_dies() -> None:
@@ -45,13 +82,97 @@ def _exit_when_parent_dies() -> None:
     threading.Thread(target=watch, name="vecenv-parent-watch", daemon=True).start()
 
 
+class _WorkerLoop:
+    """The worker side: serves requests for one :class:`EnvGroup` until CLOSE or the pipe closes."""
+
+    def __init__(self, conn: Connection, group: Any) -> None:
+        self.conn = conn
+        self.group = group
+        self.shared: SharedBatch | None = None
+        self.action_view: Any = None
+        self.obs_in_shm = False
+        self.arrays_in_shm = False
+
+    def setup(self, arg: tuple[int, int, int, int, bool]) -> None:
+        """Map the shared batch (its fd follows this message) and write the group's rows there from now on."""
+        size, num_envs, start, stop, obs_in_shm = arg
+        fd = reduction.recv_handle(self.conn)
+        try:
+            group = self.group
+            self.shared = shared = SharedBatch.attach(group.observation_space, group.action_space, num_envs, fd, size)
+        finally:
+            os.close(fd)
+        group.rewards = shared.rewards[start:stop]
+        group.dones = shared.dones[start:stop]
+        self.arrays_in_shm = True
+        if obs_in_shm:
+            group.obs = batch_slice(shared.obs, start, stop)
+            self.obs_in_shm = True
+        if shared.actions is not None:
+            self.action_view = batch_slice(shared.actions, start, stop)
+
+    def _arrays(self) -> tuple[Any, Any]:
+        group = self.group
+        obs = None if self.obs_in_shm else group.obs
+        rewards_dones = None if self.arrays_in_shm else (group.rewards, group.dones)
+        return obs, rewards_dones
+
+    def step(self, actions: Any) -> bytes:
+        group = self.group
+        infos, reset_infos = group.step(actions)
+        sparse_infos = [
+            (j, info) for j, info in enumerate(infos) if len(info) != 1 or info.get(_DEFAULT_INFO_KEY) is not False
+        ]
+        dones = group.dones
+        sparse_resets = (
+            [(int(j), reset_infos[j]) for j in np.flatnonzero(dones) if reset_infos[j]] if dones.any() else []
+        )
+        obs, rewards_dones = self._arrays()
+        if not sparse_infos and not sparse_resets and obs is None and rewards_dones is None:
+            return OK_EMPTY
+        return bytes([OK]) + _dumps((obs, rewards_dones, sparse_infos, sparse_resets))
+
+    def serve(self) -> None:
+        conn, group = self.conn, self.group
+        handlers = group.handlers
+        space = group.action_space
+        n_local = len(group)
+        while True:
+            try:
+                message = conn.recv_bytes()
+            except (EOFError, OSError):
+                return
+            command = Command.STEP
+            try:
+                if message == STEP_SHARED:
+                    reply = self.step(split_actions(space, batch_copy(self.action_view), 0, n_local))
+                elif message[0] == STEP_PICKLED:
+                    reply = self.step(pickle.loads(message[1:]))
+                else:
+                    command, arg = pickle.loads(message[1:])
+                    if command is Command.SETUP:
+                        self.setup(arg)
+                        result: Any = None
+                    elif command is Command.RESET:
+                        reset_infos = handlers[command](arg)
+                        result = (*self._arrays(), reset_infos)
+                    else:
+                        result = handlers[command](arg)
+                    reply = bytes([OK]) + _dumps(result)
+            except Exception as exc:
+                reply = bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc()))
+            conn.send_bytes(reply)
+            if command is Command.CLOSE:
+                return
+
+
 def worker_main(
     conn: Connection,
     parent_conn: Connection | None,
     env_fns: CloudpickleWrapper,
     env_indices: list[int],
 ) -> None:
-    """Entry point of a worker process: build the :class:`EnvGroup`, then serve commands until CLOSE or EOF."""
+    """Entry point of a worker process: build the :class:`EnvGroup`, then serve requests until CLOSE or EOF."""
     from vecenv.env_group import EnvGroup
 
     # Ctrl-C is the parent's business: it shuts the workers down cleanly.
@@ -62,25 +183,11 @@ def worker_main(
     try:
         group = EnvGroup(env_fns.var, env_indices)
     except BaseException as exc:
-        conn.send((False, PackedException(exc, traceback.format_exc())))
+        conn.send_bytes(bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc())))
         conn.close()
         return
-    conn.send((True, (group.observation_space, group.action_space)))
-    handlers = group.handlers
-    while True:
-        try:
-            command, payload = conn.recv()
-        except (EOFError, OSError):
-            break
-        try:
-            if command in _BUFFER_COMMANDS:
-                conn.send((True, (group.obs, group.rewards, group.dones, handlers[command](payload))))
-            else:
-                conn.send((True, CloudpickleWrapper(handlers[command](payload.var))))
-        except Exception as exc:
-            conn.send((False, PackedException(exc, traceback.format_exc())))
-        if command == Command.CLOSE:
-            break
+    conn.send_bytes(bytes([OK]) + _dumps((group.observation_space, group.action_space)))
+    _WorkerLoop(conn, group).serve()
     conn.close()
 
 
@@ -102,7 +209,7 @@ class SubprocWorker(Worker):
 
     :param ctx: a multiprocessing context (fork, forkserver or spawn).
     :param env_fns: factories of the group's envs (cloudpickled to the worker).
-    :param env_indices: their global indices.
+    :param env_indices: their global indices (contiguous).
     """
 
     def __init__(self, ctx: Any, env_fns: Sequence[Callable[[], gym.Env]], env_indices: Sequence[int]) -> None:
@@ -124,21 +231,32 @@ class SubprocWorker(Worker):
         self._poller.register(self.process.sentinel, select.POLLIN)
         self._pending: Command | None = None
         self._buffers: tuple[Any, Any, Any] | None = None
+        self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
 
     def handshake(self) -> tuple[gym.Space, gym.Space]:
         """Wait for the worker to build its envs; return ``(observation_space, action_space)``."""
-        self._pending = Command.RESET  # any non-None marker: a reply is expected
-        ok, payload = self._recv_raw("env construction")
-        self._pending = None
-        if not ok:
-            raise payload.rebuild(self._where())
-        return payload
+        spaces: tuple[gym.Space, gym.Space] = self._reply(self._recv_raw("env construction"))
+        return spaces
+
+    def setup_shared(self, shared: SharedBatch, fd: int, obs_in_shm: bool) -> None:
+        """Send the shared batch's fd; from now on the worker writes its rows of ``shared`` in place."""
+        start, stop = self.env_indices[0], self.env_indices[-1] + 1
+        arg = (shared.size, shared.num_envs, start, stop, obs_in_shm)
+        self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
+        reduction.send_handle(self.conn, fd, self.process.pid)
+        self._reply(self._recv_raw("setup"))
 
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
         self._buffers = (obs_buffer, rewards, dones)
 
     def _where(self) -> str:
         return f"worker process {self.process.pid} (envs {self.env_indices})"
+
+    def _send_bytes(self, data: bytes, doing: str) -> None:
+        try:
+            self.conn.send_bytes(data)
+        except (BrokenPipeError, ConnectionResetError, EOFError) as exc:
+            raise self._died(doing) from exc
 
     def send(self, command: Command, payload: Any) -> None:
         if self._pending is not None:
@@ -149,39 +267,71 @@ class SubprocWorker(Worker):
                 raise
             except Exception:
                 pass
-        if command not in _BUFFER_COMMANDS:
-            payload = CloudpickleWrapper(payload)
-        try:
-            self.conn.send((int(command), payload))
-        except (BrokenPipeError, ConnectionResetError, EOFError) as exc:
-            raise self._died(command.label) from exc
+        if command is Command.STEP:
+            data = STEP_SHARED if payload is None else bytes([STEP_PICKLED]) + _dumps(payload)
+        else:
+            data = bytes([CALL]) + cloudpickle.dumps((command, payload))
+        self._send_bytes(data, command.label)
         self._pending = command
 
     def recv(self) -> Any:
         command = self._pending
         assert command is not None, "recv() without send()"
-        ok, payload = self._recv_raw(command.label)
+        data = self._recv_raw(command.label)
         self._pending = None
-        if not ok:
-            raise payload.rebuild(self._where())
-        if command in _BUFFER_COMMANDS:
-            assert self._buffers is not None, "attach() must be called before stepping"
-            obs, rewards, dones, result = payload
-            obs_view, rewards_view, dones_view = self._buffers
-            batch_assign(obs_view, obs)
-            rewards_view[:] = rewards
-            dones_view[:] = dones
-            return result
-        return payload.var
+        if command is Command.STEP:
+            return self._step_reply(data)
+        result = self._reply(data)
+        if command is Command.RESET:
+            obs, rewards_dones, reset_infos = result
+            self._store_arrays(obs, rewards_dones)
+            self._reset_infos = list(reset_infos)
+            return self._reset_infos
+        return result
 
-    def _recv_raw(self, doing: str) -> Any:
+    def _reply(self, data: bytes) -> Any:
+        status = data[0]
+        payload: Any = pickle.loads(memoryview(data)[1:]) if len(data) > 1 else None
+        if status == FAILED:
+            assert isinstance(payload, PackedException)
+            raise payload.rebuild(self._where())
+        return payload
+
+    def _store_arrays(self, obs: Any, rewards_dones: Any) -> None:
+        assert self._buffers is not None, "attach() must be called before stepping"
+        obs_view, rewards_view, dones_view = self._buffers
+        if obs is not None:
+            batch_assign(obs_view, obs)
+        if rewards_dones is not None:
+            rewards_view[:] = rewards_dones[0]
+            dones_view[:] = rewards_dones[1]
+
+    def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in self.env_indices]
+        if data == OK_EMPTY:
+            return infos, self._reset_infos
+        obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
+        self._store_arrays(obs, rewards_dones)
+        for j, info in sparse_infos:
+            infos[j] = info
+        assert self._buffers is not None
+        dones = self._buffers[2]
+        if dones.any():
+            reset_infos = self._reset_infos
+            for j in np.flatnonzero(dones):
+                reset_infos[j] = {}
+            for j, reset_info in sparse_resets:
+                reset_infos[j] = reset_info
+        return infos, self._reset_infos
+
+    def _recv_raw(self, doing: str) -> bytes:
         conn = self.conn
         if not any(fd == self._conn_fd for fd, _ in self._poller.poll()):
             # the poll set woke up for the sentinel alone: the worker is gone
             self._pending = None
             raise self._died(doing)
         try:
-            return conn.recv()
+            return conn.recv_bytes()
         except (EOFError, OSError) as exc:
             self._pending = None
             raise self._died(doing) from exc
@@ -203,12 +353,12 @@ class SubprocWorker(Worker):
             # collect the outstanding reply so the worker is free to read CLOSE
             try:
                 if self.conn.poll(1.0):
-                    self.conn.recv()
+                    self.conn.recv_bytes()
             except (EOFError, OSError):
                 pass
             self._pending = None
         try:
-            self.conn.send((int(Command.CLOSE), CloudpickleWrapper(None)))
+            self.conn.send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.CLOSE, None)))
             self._pending = Command.CLOSE
         except OSError:
             pass
@@ -218,11 +368,11 @@ class SubprocWorker(Worker):
         if self._pending is Command.CLOSE:
             try:
                 if self.conn.poll(max(0.0, deadline - time.monotonic())):
-                    ok, payload = self.conn.recv()
-                    if not ok:
-                        error = payload.rebuild(self._where())
+                    self._reply(self.conn.recv_bytes())
             except (EOFError, OSError):
                 pass
+            except Exception as exc:  # an env's close() raised
+                error = exc
             self._pending = None
         process = self.process
         process.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,127 @@
+"""Batch buffers in shared memory: observations, rewards, dones and actions of all envs in one block.
+
+The parent creates one anonymous shared block (``memfd_create`` on Linux, an unlinked temporary file
+elsewhere), maps it, and passes its file descriptor to each worker over the worker's pipe
+(``SCM_RIGHTS``). Nothing has a name, so nothing can leak: the kernel frees the memory when the last
+process unmaps it, even after SIGKILL.
+
+Both sides lay the arrays out with the same deterministic allocator over the same spaces, so a worker
+finds every array at the offset the parent used, and takes the rows of its envs.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from vecenv.spaces import create_batch_buffer, is_shareable
+
+__all__ = ["SharedBatch"]
+
+_ALIGN = 64  # one cache line: no two arrays share one
+
+
+class _BumpAllocator:
+    """Hands out consecutive, aligned, zeroed arrays from a buffer (or only counts bytes when ``buffer`` is None)."""
+
+    def __init__(self, buffer: Any = None) -> None:
+        self.buffer = buffer
+        self.offset = 0
+
+    def __call__(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        self.offset = -(-self.offset // _ALIGN) * _ALIGN
+        count = math.prod(shape)
+        nbytes = count * dtype.itemsize
+        if self.buffer is None:
+            array = np.zeros(shape, dtype=dtype)
+        else:
+            array = np.frombuffer(self.buffer, dtype=dtype, count=count, offset=self.offset).reshape(shape)
+        self.offset += nbytes
+        return array
+
+
+def _anonymous_fd(size: int) -> int:
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("vecenv-batch", os.MFD_CLOEXEC)
+    else:  # pragma: no cover - macOS
+        handle, path = tempfile.mkstemp(prefix="vecenv-batch-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        os.unlink(path)
+        fd = handle
+    os.ftruncate(fd, max(size, 1))
+    return fd
+
+
+@dataclass
+class SharedBatch:
+    """The batch buffers of ``num_envs`` envs in one shared block.
+
+    :ivar obs: observation batch buffer, ``(num_envs, *obs_shape)`` arrays (dict / tuple for Dict / Tuple).
+    :ivar rewards: float32 ``(num_envs,)``.
+    :ivar dones: bool ``(num_envs,)``.
+    :ivar actions: action batch buffer ``(num_envs, *action_shape)``, or None if the action space cannot
+        live in shared memory (actions then travel pickled).
+    """
+
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    num_envs: int
+    size: int
+    mapping: mmap.mmap
+    obs: Any
+    rewards: np.ndarray
+    dones: np.ndarray
+    actions: Any
+
+    @staticmethod
+    def _layout(
+        observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, buffer: Any
+    ) -> tuple[Any, np.ndarray, np.ndarray, Any, int]:
+        alloc = _BumpAllocator(buffer)
+        obs = create_batch_buffer(observation_space, num_envs, alloc)
+        rewards = alloc((num_envs,), np.dtype(np.float32))
+        dones = alloc((num_envs,), np.dtype(bool))
+        actions = create_batch_buffer(action_space, num_envs, alloc)
+        if not is_shareable(actions):
+            actions = None
+        return obs, rewards, dones, actions, alloc.offset
+
+    @staticmethod
+    def supports(observation_space: spaces.Space, action_space: spaces.Space) -> bool:
+        """Whether observations of ``observation_space`` can live in shared memory (fixed-size dtypes only)."""
+        return is_shareable(create_batch_buffer(observation_space, 1))
+
+    @classmethod
+    def create(
+        cls, observation_space: spaces.Space, action_space: spaces.Space, num_envs: int
+    ) -> tuple[SharedBatch, int]:
+        """Allocate a new shared block (parent side).
+
+        :return: the batch and the file descriptor to pass to workers (close it once they have it).
+        """
+        *_, size = cls._layout(observation_space, action_space, num_envs, None)
+        fd = _anonymous_fd(size)
+        return cls.attach(observation_space, action_space, num_envs, fd, size), fd
+
+    @classmethod
+    def attach(
+        cls, observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, fd: int, size: int
+    ) -> SharedBatch:
+        """Map the block behind ``fd`` (either side); ``fd`` stays open and is the caller's to close."""
+        mapping = mmap.mmap(fd, max(size, 1))
+        obs, rewards, dones, actions, used = cls._layout(observation_space, action_space, num_envs, mapping)
+        if used != size:
+            raise RuntimeError(f"shared batch layout mismatch: {used} bytes laid out, {size} expected")
+        return cls(observation_space, action_space, num_envs, size, mapping, obs, rewards, dones, actions)
+
+
+def platform_supported() -> bool:
+    """Whether file descriptors can be passed to workers here (any POSIX system)."""
+    return sys.platform != "win32"
