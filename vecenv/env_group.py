@@ -137,7 +137,7 @@ class EnvGroup:
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(n)]
         self._write_obs = make_obs_writer(self.observation_space)
         self.handlers: dict[Command, Callable[[Any], Any]] = {
-            Command.STEP: self.step,
+            Command.STEP: lambda payload: self.step(*payload),
             Command.RESET: self.reset,
             Command.GET_ATTR: self.get_attr,
             Command.SET_ATTR: self.set_attr,
@@ -156,16 +156,20 @@ class EnvGroup:
 
     # --- stepping ---------------------------------------------------------------------------------
 
-    def step(self, actions: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Step every env with ``actions[j]`` and write obs, rewards and dones into the buffers.
+    def step(
+        self, actions: Any, indices: Sequence[int] | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Step the envs with ``actions[j]`` and write their obs, rewards and dones into the buffers.
 
-        :param actions: indexable per env (``actions[j]`` is env ``j``'s action).
-        :return: ``(infos, reset_infos)``: fresh per-env info dicts, and :attr:`reset_infos` (updated for
-            the envs that reset).
+        :param actions: indexable by local env index (``actions[j]`` is env ``j``'s action).
+        :param indices: local indices of the envs to step (a partial batch), or None for all.
+        :return: ``(infos, reset_infos)``: fresh info dicts of the stepped envs (in ``indices`` order), and
+            :attr:`reset_infos` of all envs (updated for the envs that reset).
         """
-        obs_buffer, rewards, dones, write = self.obs, self.rewards, self.dones, self._write_obs
+        obs_buffer, rewards, dones, write, envs = self.obs, self.rewards, self.dones, self._write_obs, self.envs
         infos: list[dict[str, Any]] = []
-        for j, env in enumerate(self.envs):
+        for j in range(len(envs)) if indices is None else indices:
+            env = envs[j]
             try:
                 obs, reward, terminated, truncated, env_info = env.step(actions[j])
                 # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)

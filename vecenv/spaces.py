@@ -186,6 +186,17 @@ def batch_slice(buffer: Any, start: int, stop: int) -> Any:
     raise TypeError(f"batch_slice expected an array, dict or tuple batch buffer, got {type(buffer).__name__}")
 
 
+def batch_take(buffer: Any, index: np.ndarray) -> Any:
+    """Copy the rows ``index`` (an integer array of env indices) of a batch buffer (same structure)."""
+    if isinstance(buffer, np.ndarray):
+        return buffer[index]
+    if isinstance(buffer, dict):
+        return {key: batch_take(value, index) for key, value in buffer.items()}
+    if isinstance(buffer, tuple):
+        return tuple(batch_take(value, index) for value in buffer)
+    raise TypeError(f"batch_take expected an array, dict or tuple batch buffer, got {type(buffer).__name__}")
+
+
 def batch_assign(dst: Any, src: Any) -> None:
     """Copy batch buffer ``src`` into ``dst`` of the same structure and shapes, in place."""
     if isinstance(dst, np.ndarray):

@@ -15,6 +15,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from multiprocessing.connection import wait as mp_wait
 from typing import Any
 
 import gymnasium as gym
@@ -28,9 +29,11 @@ from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import (
     batch_copy,
     batch_slice,
+    batch_take,
     buffer_as_obs_dict,
     check_for_nested_spaces,
     create_batch_buffer,
+    make_obs_writer,
     num_actions,
     obs_space_info,
     split_actions,
@@ -46,6 +49,8 @@ class AsyncState(enum.Enum):
 
     IDLE = "idle"
     WAITING_STEP = "waiting_step"
+    #: partial batches in flight or received but not yet returned by ``recv()``
+    PARTIAL = "partial"
 
 
 def _call_all(calls: Sequence[Callable[[], Any]]) -> list[Any]:
@@ -137,6 +142,11 @@ class WorkerVecEnv(VecEnv):
                     batch_slice(self._obs_buffer, start, stop), self._rewards[start:stop], self._dones[start:stop]
                 )
             self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+            #: minimum number of envs :meth:`recv` returns (EnvPool's ``batch_size``)
+            self.batch_size = num_envs
+            self._in_flight: dict[int, tuple[Command, list[int]]] = {}  # worker -> (command, env ids)
+            self._ready: dict[int, dict[str, Any]] = {}  # env id -> info, results not yet returned
+            self._write_action = make_obs_writer(action_space)
             self.actions: Any = None
             super().__init__(num_envs, observation_space, action_space)
         except BaseException:
@@ -163,9 +173,13 @@ class WorkerVecEnv(VecEnv):
 
     def _check_idle(self, what: str) -> None:
         self._check_open(what)
-        if self._state is not AsyncState.IDLE:
+        if self._state is AsyncState.WAITING_STEP:
             raise AlreadyPendingCallError(
                 f"Cannot call {what}() while a step is pending: call step_wait() first to collect it."
+            )
+        if self._state is AsyncState.PARTIAL:
+            raise AlreadyPendingCallError(
+                f"Cannot call {what}() while partial batches are in flight: recv() them first (or reset())."
             )
 
     # --- stepping -----------------------------------------------------------------------------------
@@ -189,10 +203,10 @@ class WorkerVecEnv(VecEnv):
         if self._action_buffer is not None:
             write_actions(space, self._action_buffer, actions)
             for worker in self._workers:
-                worker.send(Command.STEP, None)
+                worker.send(Command.STEP, (None, None))
         else:
             for worker, (start, stop) in zip(self._workers, self._slices, strict=True):
-                worker.send(Command.STEP, split_actions(space, actions, start, stop))
+                worker.send(Command.STEP, (split_actions(space, actions, start, stop), None))
         self.actions = actions
         self._state = AsyncState.WAITING_STEP
 
@@ -228,11 +242,8 @@ class WorkerVecEnv(VecEnv):
             self._state = AsyncState.IDLE
             with contextlib.suppress(Exception):
                 _gather(self._workers)
-        if len(self._seeds) != self.num_envs or len(self._options) != self.num_envs:
-            raise ValueError(
-                f"seed() / set_options() must give one entry per env: expected {self.num_envs}, got "
-                f"{len(self._seeds)} seeds and {len(self._options)} options"
-            )
+        self._drain_partial()
+        self._check_seeds_and_options()
         for worker, (start, stop) in zip(self._workers, self._slices, strict=True):
             worker.send(Command.RESET, (self._seeds[start:stop], self._options[start:stop]))
         reset_infos = self.reset_infos
@@ -241,6 +252,140 @@ class WorkerVecEnv(VecEnv):
         self._reset_seeds()
         self._reset_options()
         return batch_copy(self._obs_buffer)
+
+    # --- partial batches (EnvPool's send / recv contract) --------------------------------------------
+
+    def async_reset(self) -> None:
+        """Start resetting every env; collect first observations with :meth:`recv` (EnvPool's ``async_reset``).
+
+        Seeds and options set by :meth:`seed` / :meth:`set_options` are used, then forgotten.
+
+        :raises AlreadyPendingCallError: if a full-batch step is pending.
+        """
+        self._check_open("async_reset")
+        if self._state is AsyncState.WAITING_STEP:
+            raise AlreadyPendingCallError("Cannot call async_reset() while a step is pending: call step_wait() first.")
+        self._drain_partial()
+        self._check_seeds_and_options()
+        for w, (worker, (start, stop)) in enumerate(zip(self._workers, self._slices, strict=True)):
+            worker.send(Command.RESET, (self._seeds[start:stop], self._options[start:stop]))
+            self._in_flight[w] = (Command.RESET, list(range(start, stop)))
+        self._state = AsyncState.PARTIAL
+        self._reset_seeds()
+        self._reset_options()
+
+    def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
+        """Start stepping only the envs ``env_ids``; env ``env_ids[k]`` receives ``actions[k]`` (EnvPool's ``send``).
+
+        A worker process steps its envs as one group, so while any env of a worker is in flight the
+        other envs of that worker cannot be sent; :meth:`recv` always returns whole groups.
+
+        :param actions: one action per id in ``env_ids`` (same layouts as :meth:`step_async`).
+        :param env_ids: the env indices to step (each must be idle: its last result received).
+        :raises AlreadyPendingCallError: if an env is still in flight, its worker is busy, or its last
+            result has not been returned by :meth:`recv` yet.
+        :raises ValueError: on duplicate ids or a number of actions that differs from the number of ids.
+        """
+        self._check_open("send")
+        if self._state is AsyncState.WAITING_STEP:
+            raise AlreadyPendingCallError("Cannot call send() while a step is pending: call step_wait() first.")
+        ids = self._normalize_indices(env_ids)
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"env_ids must not repeat an env, got {ids}")
+        space = self.action_space
+        if num_actions(space, actions) != len(ids):
+            raise ValueError(
+                f"send() needs one action per env id: {len(ids)} env ids, {num_actions(space, actions)} actions"
+            )
+        by_worker: dict[int, list[tuple[int, int]]] = {}
+        for position, env_id in enumerate(ids):
+            if env_id in self._ready:
+                raise AlreadyPendingCallError(f"env {env_id} has a result that recv() has not returned yet")
+            w, local = self._owner[env_id]
+            by_worker.setdefault(w, []).append((position, local))
+        busy = [self._workers[w].env_indices for w in by_worker if w in self._in_flight]
+        if busy:
+            raise AlreadyPendingCallError(
+                f"the workers of envs {busy} are still stepping envs sent earlier: recv() them before sending again"
+            )
+        per_env = split_actions(space, actions, 0, len(ids))
+        for w, items in by_worker.items():
+            worker, (start, _) = self._workers[w], self._slices[w]
+            locals_ = [local for _, local in items]
+            if self._action_buffer is not None:
+                for position, local in items:
+                    self._write_action(self._action_buffer, start + local, per_env[position])
+                worker.send(Command.STEP, (None, locals_))
+            else:
+                group_actions: list[Any] = [None] * len(worker.env_indices)
+                for position, local in items:
+                    group_actions[local] = per_env[position]
+                worker.send(Command.STEP, (group_actions, locals_))
+            self._in_flight[w] = (Command.STEP, [start + local for local in locals_])
+        self._state = AsyncState.PARTIAL
+
+    def recv(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
+        """Wait until at least :attr:`batch_size` envs have results (or all envs in flight), return them.
+
+        :return: ``(obs, rewards, dones, infos, env_ids)`` for the finished envs in increasing ``env_ids``
+            order: obs ``(len(env_ids), *obs_shape)``, float32 rewards and bool dones ``(len(env_ids),)``,
+            one info dict per env (the reset info for envs coming back from :meth:`async_reset`, whose
+            rewards are 0 and dones False), ``env_ids`` an int64 array. Same autoreset rules as :meth:`step`.
+        :raises NoAsyncCallError: if nothing was sent.
+        """
+        self._check_open("recv")
+        if self._state is not AsyncState.PARTIAL:
+            raise NoAsyncCallError("recv() called with nothing in flight: call async_reset() or send() first.")
+        in_flight = sum(len(ids) for _, ids in self._in_flight.values())
+        target = min(self.batch_size, len(self._ready) + in_flight)
+        while len(self._ready) < target:
+            w = self._wait_any()
+            command, ids = self._in_flight.pop(w)
+            result = self._workers[w].recv()
+            start, stop = self._slices[w]
+            if command is Command.RESET:
+                self.reset_infos[start:stop] = result
+                self._rewards[start:stop] = 0.0
+                self._dones[start:stop] = False
+                self._ready.update(zip(ids, result, strict=True))
+            else:
+                infos, reset_infos = result
+                self.reset_infos[start:stop] = reset_infos
+                self._ready.update(zip(ids, infos, strict=True))
+        env_ids = sorted(self._ready)
+        infos = [self._ready.pop(env_id) for env_id in env_ids]
+        if not self._in_flight and not self._ready:
+            self._state = AsyncState.IDLE
+        index = np.asarray(env_ids, dtype=np.int64)
+        return batch_take(self._obs_buffer, index), self._rewards[index], self._dones[index], infos, index
+
+    def _wait_any(self) -> int:
+        """Index of a worker in flight whose reply is ready (or that died)."""
+        handles: dict[Any, int] = {}
+        for w in self._in_flight:
+            worker_handles = self._workers[w].wait_handles()
+            if worker_handles is None:  # in-process: executes when asked
+                return w
+            for handle in worker_handles:
+                handles[handle] = w
+        return handles[mp_wait(list(handles))[0]]
+
+    def _drain_partial(self) -> None:
+        """Collect and drop every partial result in flight (used by reset)."""
+        for w in list(self._in_flight):
+            del self._in_flight[w]
+            with contextlib.suppress(Exception):
+                self._workers[w].recv()
+        self._ready.clear()
+        if self._state is AsyncState.PARTIAL:
+            self._state = AsyncState.IDLE
+
+    def _check_seeds_and_options(self) -> None:
+        if len(self._seeds) != self.num_envs or len(self._options) != self.num_envs:
+            raise ValueError(
+                f"seed() / set_options() must give one entry per env: expected {self.num_envs}, got "
+                f"{len(self._seeds)} seeds and {len(self._options)} options"
+            )
 
     def close(self) -> None:
         """Close every env and end every worker process (bounded; idempotent; also runs at garbage collection).
@@ -394,8 +539,11 @@ class SubprocVecEnv(WorkerVecEnv):
     :param shared_memory: move observations, rewards, dones and actions through shared memory (default).
         Observations of spaces with no fixed-size dtype (e.g. Text) are pickled through the pipe
         automatically; ``False`` pickles everything (for debugging).
+    :param batch_size: minimum number of envs :meth:`recv` returns in the partial-batch API
+        (:meth:`async_reset` / :meth:`send` / :meth:`recv`); None: all envs. Results come back per worker
+        group, so one env per worker (``n_workers=len(env_fns)``) gives EnvPool's exact batches.
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
-        ``n_workers`` below 1, or if the envs' spaces differ.
+        ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, or if the envs' spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
     """
@@ -406,6 +554,7 @@ class SubprocVecEnv(WorkerVecEnv):
         start_method: str | None = None,
         n_workers: int | None = None,
         shared_memory: bool = True,
+        batch_size: int | None = None,
     ) -> None:
         env_fns = _check_env_fns(env_fns)
         if n_workers is None:
@@ -413,6 +562,14 @@ class SubprocVecEnv(WorkerVecEnv):
         if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
             raise ValueError(f"n_workers must be a positive integer or None, got {n_workers!r}")
         n_workers = min(int(n_workers), len(env_fns))
+        if batch_size is not None and (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, (int, np.integer))
+            or not 1 <= batch_size <= len(env_fns)
+        ):
+            raise ValueError(
+                f"batch_size must be None or an integer in 1..{len(env_fns)} (num envs), got {batch_size!r}"
+            )
         if start_method is None:
             start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         ctx = mp.get_context(start_method)
@@ -445,5 +602,7 @@ class SubprocVecEnv(WorkerVecEnv):
             raise
         super().__init__(workers, observation_space, action_space, buffers, action_buffer)
         self.shared_memory = shared_memory
+        if batch_size is not None:
+            self.batch_size = int(batch_size)
         self.processes = [worker.process for worker in workers]
         self.remotes = [worker.conn for worker in workers]

@@ -32,6 +32,13 @@ class Worker(ABC):
     def recv(self) -> Any:
         """Wait for the reply to the last :meth:`send` and return it, or raise the error it produced."""
 
+    def wait_handles(self) -> tuple[Any, ...] | None:
+        """What :func:`multiprocessing.connection.wait` can watch for this worker's reply.
+
+        None if :meth:`recv` never blocks (the in-process worker runs the request when asked).
+        """
+        return None
+
     @abstractmethod
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
         """Give the worker the views of the batch buffers that hold its envs (filled by STEP and RESET)."""

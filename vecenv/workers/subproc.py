@@ -9,8 +9,9 @@ Protocol (raw bytes over the worker's pipe; every request gets exactly one reply
 ==============================  =============================================================
 parent -> worker                meaning
 ==============================  =============================================================
-``b"S"``                        STEP with the actions already in shared memory
-``b"s" + pickle(actions)``      STEP with pickled actions (action spaces that cannot be shared)
+``b"S"``                        STEP every env of the group, actions already in shared memory
+``b"P" + pickle(indices)``      STEP the envs at these local indices (partial batch), shared actions
+``b"s" + pickle((a, indices))`` STEP with pickled actions (action spaces that cannot be shared)
 ``b"C" + pickle((cmd, arg))``   any other :class:`~vecenv.protocol.Command` (cloudpickled)
 ==============================  =============================================================
 
@@ -42,7 +43,6 @@ from typing import Any
 
 import cloudpickle
 import gymnasium as gym
-import numpy as np
 
 from vecenv.base import CloudpickleWrapper
 from vecenv.errors import PackedException, WorkerDiedError
@@ -52,6 +52,7 @@ from vecenv.spaces import batch_assign, batch_copy, batch_slice, split_actions
 from vecenv.workers.base import Worker
 
 STEP_SHARED = b"S"
+STEP_SHARED_PARTIAL = b"P"[0]
 STEP_PICKLED = b"s"[0]
 CALL = b"C"[0]
 OK_EMPTY = b"\x00"
@@ -117,16 +118,16 @@ class _WorkerLoop:
         rewards_dones = None if self.arrays_in_shm else (group.rewards, group.dones)
         return obs, rewards_dones
 
-    def step(self, actions: Any) -> bytes:
+    def step(self, actions: Any, indices: list[int] | None) -> bytes:
         group = self.group
-        infos, reset_infos = group.step(actions)
+        infos, reset_infos = group.step(actions, indices)
+        # infos by position among the stepped envs; reset infos by local env index
         sparse_infos = [
-            (j, info) for j, info in enumerate(infos) if len(info) != 1 or info.get(_DEFAULT_INFO_KEY) is not False
+            (pos, info) for pos, info in enumerate(infos) if len(info) != 1 or info.get(_DEFAULT_INFO_KEY) is not False
         ]
         dones = group.dones
-        sparse_resets = (
-            [(int(j), reset_infos[j]) for j in np.flatnonzero(dones) if reset_infos[j]] if dones.any() else []
-        )
+        stepped = range(len(dones)) if indices is None else indices
+        sparse_resets = [(j, reset_infos[j]) for j in stepped if dones[j] and reset_infos[j]] if dones.any() else []
         obs, rewards_dones = self._arrays()
         if not sparse_infos and not sparse_resets and obs is None and rewards_dones is None:
             return OK_EMPTY
@@ -145,9 +146,12 @@ class _WorkerLoop:
             command = Command.STEP
             try:
                 if message == STEP_SHARED:
-                    reply = self.step(split_actions(space, batch_copy(self.action_view), 0, n_local))
+                    reply = self.step(split_actions(space, batch_copy(self.action_view), 0, n_local), None)
+                elif message[0] == STEP_SHARED_PARTIAL:
+                    indices = pickle.loads(message[1:])
+                    reply = self.step(split_actions(space, batch_copy(self.action_view), 0, n_local), indices)
                 elif message[0] == STEP_PICKLED:
-                    reply = self.step(pickle.loads(message[1:]))
+                    reply = self.step(*pickle.loads(message[1:]))
                 else:
                     command, arg = pickle.loads(message[1:])
                     if command is Command.SETUP:
@@ -230,6 +234,7 @@ class SubprocWorker(Worker):
         self._poller.register(self._conn_fd, select.POLLIN)
         self._poller.register(self.process.sentinel, select.POLLIN)
         self._pending: Command | None = None
+        self._step_indices: Sequence[int] | None = None
         self._buffers: tuple[Any, Any, Any] | None = None
         self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
 
@@ -245,6 +250,9 @@ class SubprocWorker(Worker):
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
         reduction.send_handle(self.conn, fd, self.process.pid)
         self._reply(self._recv_raw("setup"))
+
+    def wait_handles(self) -> tuple[Any, ...]:
+        return (self.conn, self.process.sentinel)
 
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
         self._buffers = (obs_buffer, rewards, dones)
@@ -268,7 +276,14 @@ class SubprocWorker(Worker):
             except Exception:
                 pass
         if command is Command.STEP:
-            data = STEP_SHARED if payload is None else bytes([STEP_PICKLED]) + _dumps(payload)
+            actions, indices = payload
+            self._step_indices = indices
+            if actions is not None:
+                data = bytes([STEP_PICKLED]) + _dumps(payload)
+            elif indices is None:
+                data = STEP_SHARED
+            else:
+                data = bytes([STEP_SHARED_PARTIAL]) + _dumps(list(indices))
         else:
             data = bytes([CALL]) + cloudpickle.dumps((command, payload))
         self._send_bytes(data, command.label)
@@ -307,19 +322,21 @@ class SubprocWorker(Worker):
             dones_view[:] = rewards_dones[1]
 
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in self.env_indices]
+        stepped = range(len(self.env_indices)) if self._step_indices is None else self._step_indices
+        infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in stepped]
         if data == OK_EMPTY:
             return infos, self._reset_infos
         obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
         self._store_arrays(obs, rewards_dones)
-        for j, info in sparse_infos:
-            infos[j] = info
+        for pos, info in sparse_infos:
+            infos[pos] = info
         assert self._buffers is not None
         dones = self._buffers[2]
         if dones.any():
             reset_infos = self._reset_infos
-            for j in np.flatnonzero(dones):
-                reset_infos[j] = {}
+            for j in stepped:
+                if dones[j]:
+                    reset_infos[j] = {}
             for j, reset_info in sparse_resets:
                 reset_infos[j] = reset_info
         return infos, self._reset_infos
