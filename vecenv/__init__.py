@@ -7,9 +7,12 @@ from vecenv.base import CloudpickleWrapper, VecEnv, VecEnvIndices, VecEnvObs, Ve
 from vecenv.env_util import make_vec_env
 from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError, VecEnvError, WorkerDiedError
 from vecenv.spaces import dict_to_obs, obs_space_info
+from vecenv.stacked_observations import StackedObservations
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 from vecenv.version import __version__
 from vecenv.wrappers import VecEnvWrapper, VecEnvWrapperT, is_vecenv_wrapped, unwrap_vec_wrapper
+from vecenv.wrappers.vec_frame_stack import VecFrameStack
+from vecenv.wrappers.vec_transpose import VecTransposeImage
 
 __all__ = [
     "AlreadyPendingCallError",
@@ -17,6 +20,7 @@ __all__ = [
     "CloudpickleWrapper",
     "DummyVecEnv",
     "NoAsyncCallError",
+    "StackedObservations",
     "SubprocVecEnv",
     "VecEnv",
     "VecEnvError",
@@ -25,6 +29,8 @@ __all__ = [
     "VecEnvStepReturn",
     "VecEnvWrapper",
     "VecEnvWrapperT",
+    "VecFrameStack",
+    "VecTransposeImage",
     "WorkerDiedError",
     "__version__",
     "dict_to_obs",

@@ -1,0 +1,64 @@
+"""The :class:`VecFrameStack` wrapper: observations are the last ``n_stack`` frames (SB3's ``vec_frame_stack``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
+from vecenv.stacked_observations import StackedObservations
+from vecenv.wrappers.base import VecEnvWrapper
+
+__all__ = ["VecFrameStack"]
+
+
+class VecFrameStack(VecEnvWrapper):
+    """Stack the last ``n_stack`` observations of each env along a channel axis (Stable-Baselines3 semantics).
+
+    A thin wrapper over :class:`~vecenv.stacked_observations.StackedObservations`, which holds the stacks and
+    documents the rules: images are stacked along their channel axis (first or last, detected or given),
+    other Boxes along their last axis, Dict spaces key by key. After :meth:`reset` all but the newest
+    frame are zeros; when an env's episode ends its stack restarts from zeros, and its
+    ``infos[i]["terminal_observation"]`` becomes the full stack ending with the terminal observation.
+
+    Observations are returned as copies the caller may keep (SB3 returns an internal buffer that a later
+    ``reset()`` overwrites).
+
+    :param venv: the vectorized environment to wrap; its observation space must be a Box or a Dict of Boxes.
+    :param n_stack: number of frames per observation.
+    :param channels_order: ``"first"``, ``"last"`` or None (detect: SB3's heuristic for images, last for the
+        rest); for Dict spaces also a mapping ``{key: "first" | "last" | None}`` covering every key.
+    :raises AssertionError: if the observation space is not a Box or a Dict, or ``channels_order`` is another string.
+    :raises TypeError: see :class:`~vecenv.stacked_observations.StackedObservations`.
+    """
+
+    def __init__(self, venv: VecEnv, n_stack: int, channels_order: str | Mapping[str, str] | None = None) -> None:
+        assert isinstance(venv.observation_space, (spaces.Box, spaces.Dict)), (
+            "VecFrameStack only works with gym.spaces.Box and gym.spaces.Dict observation spaces, got "
+            f"{venv.observation_space}"
+        )
+        self.stacked_obs: StackedObservations[Any] = StackedObservations(
+            venv.num_envs, n_stack, venv.observation_space, channels_order
+        )
+        super().__init__(venv, observation_space=self.stacked_obs.stacked_observation_space)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Step, then stack.
+
+        :return: ``(obs, rewards, dones, infos)`` with obs ``(num_envs, *stacked_shape)`` (a dict of such arrays for
+            Dict spaces) and the done envs' ``terminal_observation`` stacked the same way.
+        """
+        observations, rewards, dones, infos = self.venv.step_wait()
+        stacked, infos = self.stacked_obs.update(observations, dones, infos)
+        return stacked, rewards, dones, infos
+
+    def reset(self) -> np.ndarray | dict[str, np.ndarray]:
+        """Reset all envs and start every stack afresh (zeros, then the first observation as newest frame).
+
+        :return: the stacks, ``(num_envs, *stacked_shape)`` (a dict of such arrays for Dict spaces).
+        """
+        observation: VecEnvObs = self.venv.reset()
+        return self.stacked_obs.reset(observation)
