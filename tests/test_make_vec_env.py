@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import functools
+import json
 import multiprocessing as mp
+import os
 from typing import Any
 
 import gymnasium as gym
@@ -15,6 +18,7 @@ from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import ClipReward, TimeAwareObservation
 
 from vecenv import DummyVecEnv, SubprocVecEnv, VecEnv, make_vec_env
+from vecenv.monitor import Monitor
 
 VEC_ENV_CLASSES = [DummyVecEnv, SubprocVecEnv]
 NO_RENDER_MODE_ID = "vecenv-test-make-vec-env/NoRenderMode-v0"
@@ -368,14 +372,6 @@ def test_invalid_n_envs(n_envs):
         make_vec_env("CartPole-v1", n_envs=n_envs)
 
 
-def test_monitor_dir_not_implemented(tmp_path):
-    """``monitor_dir`` is not supported yet: NotImplementedError, and no folder is created."""
-    target = tmp_path / "monitor"
-    with pytest.raises(NotImplementedError, match="monitor_dir"):
-        make_vec_env("CartPole-v1", n_envs=2, monitor_dir=str(target))
-    assert not target.exists()
-
-
 def test_empty_optional_kwargs_accepted():
     """Empty dicts for all the optional keyword-argument dicts behave like None."""
     venv = make_vec_env(
@@ -435,3 +431,131 @@ def test_dummy_and_subproc_identical(env_id):
     finally:
         dummy.close()
         subproc.close()
+
+
+# ------------------------------------------------------------------------------------------------------ Monitor
+
+
+class TickEnv(gym.Env):
+    """Episodes of exactly 3 steps (terminated); reward ``0.25 * t``; step info ``{"tick": t}``."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(0.0, 3.0, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.full(1, self.t, dtype=np.float32), 0.25 * self.t, self.t >= 3, False, {"tick": self.t}
+
+
+def _read_monitor_csv(path: Any) -> tuple[dict, list[str], list[dict[str, str]]]:
+    """JSON header, column names and rows of a monitor file, parsed with the json and csv modules."""
+    with open(path, newline="") as file:
+        header = json.loads(file.readline()[1:])
+        reader = csv.DictReader(file)
+        rows = list(reader)
+    return header, list(reader.fieldnames or []), rows
+
+
+@pytest.mark.parametrize("vec_env_cls", VEC_ENV_CLASSES)
+def test_monitor_dir_writes_one_file_per_rank(vec_env_cls, tmp_path):
+    """``monitor_dir`` (created if missing) gets ``<rank>.monitor.csv`` per env, rows matching the rewards/dones."""
+    monitor_dir = tmp_path / "logs" / "run"
+    n, start_index = 2, 3
+    venv = _build(
+        vec_env_cls,
+        "CartPole-v1",
+        n_envs=n,
+        seed=0,
+        start_index=start_index,
+        monitor_dir=str(monitor_dir),
+        env_kwargs={"max_episode_steps": 5},
+    )
+    try:
+        assert venv.env_is_wrapped(Monitor) == [True, True]
+        returns, lengths = [0.0] * n, [0] * n
+        episodes: list[list[tuple[float, int]]] = [[] for _ in range(n)]
+        venv.reset()
+        for _ in range(12):
+            _, rewards, dones, infos = venv.step(np.zeros(n, dtype=np.int64))
+            for i in range(n):
+                returns[i] += float(rewards[i])
+                lengths[i] += 1
+                if dones[i]:
+                    episodes[i].append((returns[i], lengths[i]))
+                    assert infos[i]["episode"]["r"] == round(returns[i], 6)
+                    assert infos[i]["episode"]["l"] == lengths[i]
+                    returns[i], lengths[i] = 0.0, 0
+        assert all(len(env_episodes) >= 2 for env_episodes in episodes)
+    finally:
+        venv.close()
+    assert sorted(os.listdir(monitor_dir)) == ["3.monitor.csv", "4.monitor.csv"]
+    for i in range(n):
+        header, columns, rows = _read_monitor_csv(monitor_dir / f"{start_index + i}.monitor.csv")
+        assert set(header) == {"t_start", "env_id"}
+        assert header["env_id"] == "CartPole-v1"
+        assert columns == ["r", "l", "t"]
+        assert [(float(row["r"]), int(row["l"])) for row in rows] == [(round(r, 6), ln) for r, ln in episodes[i]]
+        times = [float(row["t"]) for row in rows]
+        assert times == sorted(times)
+        assert times[0] >= 0.0
+
+
+def test_monitor_always_applied_without_monitor_dir(tmp_path, monkeypatch):
+    """Without ``monitor_dir`` every env is still monitored (``info["episode"]``), and no file is written."""
+    monkeypatch.chdir(tmp_path)
+    venv = make_vec_env(TickEnv, n_envs=2)
+    try:
+        assert venv.env_is_wrapped(Monitor) == [True, True]
+        assert [env.results_writer for env in venv.envs] == [None, None]
+        venv.reset()
+        for _ in range(3):
+            _, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+        assert dones.tolist() == [True, True]
+        assert [info["episode"]["r"] for info in infos] == [0.25 + 0.5 + 0.75] * 2
+        assert [info["episode"]["l"] for info in infos] == [3, 3]
+    finally:
+        venv.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("vec_env_cls", VEC_ENV_CLASSES)
+def test_monitor_kwargs_forwarded(vec_env_cls, tmp_path):
+    """``monitor_kwargs`` reach each Monitor: an ``info_keywords`` column and key, ``allow_early_resets``."""
+    venv = _build(
+        vec_env_cls,
+        TickEnv,
+        n_envs=2,
+        monitor_dir=str(tmp_path),
+        monitor_kwargs={"info_keywords": ("tick",), "allow_early_resets": False},
+    )
+    try:
+        assert venv.get_attr("info_keywords") == [("tick",), ("tick",)]
+        assert venv.get_attr("allow_early_resets") == [False, False]
+        venv.reset()
+        for _ in range(3):
+            _, _, _, infos = venv.step(np.zeros(2, dtype=np.int64))
+        assert [info["episode"]["tick"] for info in infos] == [3, 3]
+    finally:
+        venv.close()
+    for rank in range(2):
+        _, columns, rows = _read_monitor_csv(tmp_path / f"{rank}.monitor.csv")
+        assert columns == ["r", "l", "t", "tick"]
+        assert [(row["r"], row["l"], row["tick"]) for row in rows] == [("1.5", "3", "3")]
+
+
+def test_wrapper_class_is_applied_outside_monitor(tmp_path):
+    """The Monitor is inside ``wrapper_class`` (SB3 order): env -> Monitor -> wrapper."""
+    venv = make_vec_env(TickEnv, n_envs=2, monitor_dir=str(tmp_path), wrapper_class=MarkerWrapper)
+    try:
+        assert [type(env) for env in venv.envs] == [MarkerWrapper] * 2
+        assert [type(env.env) for env in venv.envs] == [Monitor] * 2
+        assert [type(env.env.env) for env in venv.envs] == [TickEnv] * 2
+    finally:
+        venv.close()

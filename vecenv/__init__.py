@@ -6,12 +6,22 @@ A drop-in for ``stable_baselines3.common.vec_env``: change the import, keep your
 from vecenv.base import CloudpickleWrapper, VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, tile_images
 from vecenv.env_util import make_vec_env
 from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError, VecEnvError, WorkerDiedError
+from vecenv.monitor import (
+    LoadMonitorResultsError,
+    MissingExtraError,
+    Monitor,
+    ResultsWriter,
+    get_monitor_files,
+    load_results,
+)
+from vecenv.plotting import plot_results
 from vecenv.spaces import dict_to_obs, obs_space_info
 from vecenv.stacked_observations import StackedObservations
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 from vecenv.version import __version__
 from vecenv.wrappers import VecEnvWrapper, VecEnvWrapperT, is_vecenv_wrapped, unwrap_vec_wrapper
 from vecenv.wrappers.vec_frame_stack import VecFrameStack
+from vecenv.wrappers.vec_monitor import VecMonitor
 from vecenv.wrappers.vec_transpose import VecTransposeImage
 
 __all__ = [
@@ -19,7 +29,11 @@ __all__ = [
     "ClosedVecEnvError",
     "CloudpickleWrapper",
     "DummyVecEnv",
+    "LoadMonitorResultsError",
+    "MissingExtraError",
+    "Monitor",
     "NoAsyncCallError",
+    "ResultsWriter",
     "StackedObservations",
     "SubprocVecEnv",
     "VecEnv",
@@ -30,13 +44,17 @@ __all__ = [
     "VecEnvWrapper",
     "VecEnvWrapperT",
     "VecFrameStack",
+    "VecMonitor",
     "VecTransposeImage",
     "WorkerDiedError",
     "__version__",
     "dict_to_obs",
+    "get_monitor_files",
     "is_vecenv_wrapped",
+    "load_results",
     "make_vec_env",
     "obs_space_info",
+    "plot_results",
     "tile_images",
     "unwrap_vec_wrapper",
 ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 
 from vecenv.base import VecEnv
+from vecenv.monitor import Monitor
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 
 __all__ = ["make_vec_env"]
@@ -17,8 +19,10 @@ def _make_env_fn(
     env_id: str | Callable[..., gym.Env],
     rank: int,
     seed: int | None,
+    monitor_dir: str | None,
     wrapper_class: Callable[..., gym.Env] | None,
     env_kwargs: dict[str, Any],
+    monitor_kwargs: dict[str, Any],
     wrapper_kwargs: dict[str, Any],
 ) -> Callable[[], gym.Env]:
     def _init() -> gym.Env:
@@ -38,6 +42,12 @@ def _make_env_fn(
         if seed is not None:
             # only the action space is seeded here; the env itself is seeded at the first reset
             env.action_space.seed(seed + rank)
+        # always monitored, as in SB3 (info["episode"] at episode end); a file only with monitor_dir
+        monitor_path = None
+        if monitor_dir is not None:
+            os.makedirs(monitor_dir, exist_ok=True)
+            monitor_path = os.path.join(monitor_dir, str(rank))
+        env = Monitor(env, filename=monitor_path, **monitor_kwargs)
         if wrapper_class is not None:
             env = wrapper_class(env, **wrapper_kwargs)
         return env
@@ -66,34 +76,41 @@ def make_vec_env(
     action space is seeded with ``seed + rank`` and ``vec_env.seed(seed)`` makes the first reset use
     ``seed + i``; with ``seed=None`` the envs still get distinct random seeds.
 
+    Every env is wrapped with :class:`~vecenv.Monitor` (so infos get ``"episode"`` statistics at episode
+    end), then with ``wrapper_class`` if given. With ``monitor_dir`` the env of rank ``r`` writes
+    ``<monitor_dir>/<r>.monitor.csv`` (the folder is created); read them with :func:`~vecenv.load_results`.
+
+    >>> venv = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    >>> venv.env_is_wrapped(Monitor)
+    [True, True]
+    >>> venv.close()
+
     :param env_id: a registered Gymnasium env id, or a callable returning a ``gymnasium.Env``.
     :param n_envs: number of envs.
     :param seed: base seed, or None.
     :param start_index: rank of the first env.
-    :param monitor_dir: folder for per-env ``Monitor`` CSV files. Not available yet: must be None.
-    :param wrapper_class: a ``gymnasium.Wrapper`` (or any callable ``env -> env``) applied to each env.
+    :param monitor_dir: folder for the per-env monitor CSV files, or None (envs are monitored, no file).
+    :param wrapper_class: a ``gymnasium.Wrapper`` (or any callable ``env -> env``) applied to each env,
+        outside the ``Monitor`` (so e.g. a ``TimeLimit`` given here is not seen by the Monitor, as in SB3).
     :param env_kwargs: keyword arguments for the env constructor.
     :param vec_env_cls: the vector env class (default :class:`~vecenv.DummyVecEnv`).
     :param vec_env_kwargs: keyword arguments for ``vec_env_cls`` (e.g. ``start_method``).
-    :param monitor_kwargs: keyword arguments for ``Monitor`` (accepted for compatibility; unused until
-        the Monitor wrapper lands).
+    :param monitor_kwargs: keyword arguments for :class:`~vecenv.Monitor` (e.g. ``info_keywords``).
     :param wrapper_kwargs: keyword arguments for ``wrapper_class``.
     :return: the vector env, seeded for its first reset.
     :raises ValueError: if ``n_envs`` is not a positive integer.
-    :raises NotImplementedError: if ``monitor_dir`` is given.
     """
     if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
         raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
-    if monitor_dir is not None:
-        raise NotImplementedError(
-            f"make_vec_env(monitor_dir={monitor_dir!r}): the per-env Monitor is not available in vecenv yet; "
-            "pass monitor_dir=None."
-        )
     env_kwargs = env_kwargs or {}
     vec_env_kwargs = vec_env_kwargs or {}
+    monitor_kwargs = monitor_kwargs or {}
     wrapper_kwargs = wrapper_kwargs or {}
     env_fns = [
-        _make_env_fn(env_id, i + start_index, seed, wrapper_class, env_kwargs, wrapper_kwargs) for i in range(n_envs)
+        _make_env_fn(
+            env_id, i + start_index, seed, monitor_dir, wrapper_class, env_kwargs, monitor_kwargs, wrapper_kwargs
+        )
+        for i in range(n_envs)
     ]
     if vec_env_cls is None:
         vec_env_cls = DummyVecEnv
