@@ -481,3 +481,72 @@ def test_missing_dependency_dummy(capsys):
     line = _assert_one_line_error(code, out, err)
     assert "LunarLander-v3" in line
     assert "box2d" in line.lower()
+
+
+# --- vecenv run --monitor and vecenv plot ------------------------------------------------------------------
+
+
+def _read_monitor_csv(path: str) -> tuple[dict, list[dict[str, str]]]:
+    """Parse a monitor CSV with the json/csv modules: (header, rows)."""
+    import csv
+    import json
+
+    with open(path, newline="") as handle:
+        first = handle.readline()
+        assert first.startswith("#")
+        return json.loads(first[1:]), list(csv.DictReader(handle))
+
+
+def test_run_monitor_writes_one_csv_per_env(capsys, tmp_path):
+    """``--monitor DIR``: one SB3-format CSV per env whose episodes are exactly those the summary counted."""
+    out_dir = tmp_path / "mon"
+    code, out, err = _run_main(
+        capsys, "run", "CartPole-v1", "-n", "2", "--steps", "400", "--seed", "3", "--backend", "dummy",
+        "--monitor", str(out_dir),
+    )  # fmt: skip
+    assert code == 0, err
+    summary = _parse_summary(out)
+    assert sorted(os.listdir(out_dir)) == ["0.monitor.csv", "1.monitor.csv"]
+    returns = []
+    for name in ("0.monitor.csv", "1.monitor.csv"):
+        header, rows = _read_monitor_csv(str(out_dir / name))
+        assert set(header) == {"t_start", "env_id"}
+        assert header["env_id"] == "CartPole-v1"
+        returns += [float(row["r"]) for row in rows]
+        assert all(float(row["r"]) == int(row["l"]) for row in rows)  # CartPole: reward 1 per step
+    assert len(returns) == int(summary["episodes"])
+    assert f"{np.mean(returns):.3f}" == summary["episode_return_mean"]
+    assert _stats(summary) == _reference_stats("CartPole-v1", 2, 400, 3)
+
+
+def test_plot_writes_png(capsys, tmp_path):
+    """``vecenv plot DIR`` writes DIR/monitor.png (a decodable image); ``-o`` picks the file."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.image
+
+    out_dir = tmp_path / "mon"
+    assert _run_main(capsys, "run", "-n", "2", "--steps", "300", "-b", "dummy", "--monitor", str(out_dir))[0] == 0
+    code, out, err = _run_main(capsys, "plot", str(out_dir))
+    assert code == 0, err
+    assert out.strip() == f"wrote {out_dir / 'monitor.png'}"
+    image = matplotlib.image.imread(str(out_dir / "monitor.png"))
+    assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    assert image.std() > 0  # not a blank canvas
+    target = tmp_path / "curve.png"
+    code, out, err = _run_main(capsys, "plot", str(out_dir / "0.monitor.csv"), "-o", str(target), "--window", "5")
+    assert code == 0, err
+    assert matplotlib.image.imread(str(target)).shape == image.shape
+
+
+def test_plot_without_monitor_files_is_a_user_error(capsys, tmp_path):
+    """``vecenv plot`` on a folder with no monitor file: one error line, exit 2."""
+    line = _assert_one_line_error(*_run_main(capsys, "plot", str(tmp_path)))
+    assert "monitor" in line
+
+
+def test_plot_without_plot_extra_names_the_extra(capsys, tmp_path, monkeypatch):
+    """Without pandas/matplotlib, ``vecenv plot`` says which extra to install and exits 2."""
+    for module in ("pandas", "matplotlib", "matplotlib.figure"):
+        monkeypatch.setitem(sys.modules, module, None)  # makes ``import module`` raise ImportError
+    line = _assert_one_line_error(*_run_main(capsys, "plot", str(tmp_path)))
+    assert "vecenv[plot]" in line

@@ -116,7 +116,33 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="multiprocessing start method for the subproc backend (default: forkserver, else spawn)",
     )
+    run.add_argument(
+        "--monitor",
+        metavar="DIR",
+        default=None,
+        help="write one SB3-format monitor CSV per env into DIR (make_vec_env(monitor_dir=DIR))",
+    )
     run.set_defaults(handler=cmd_run)
+
+    plot = sub.add_parser(
+        "plot",
+        help="plot episode returns from monitor files against env-steps",
+        description="Draw the episode returns found in MONITOR_DIR_OR_CSV (and a rolling mean) against "
+        "cumulative env-steps, and save the figure. Needs the plot extra: pip install 'vecenv[plot]'.",
+    )
+    plot.add_argument("path", metavar="MONITOR_DIR_OR_CSV", help="a folder of *monitor.csv files, or one such file")
+    plot.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="FILE",
+        help="image to write (default: monitor.png in the folder, or the CSV's name with .png)",
+    )
+    plot.add_argument(
+        "--window", type=_positive_int, default=100, metavar="N", help="rolling-mean window (default: %(default)s)"
+    )
+    plot.add_argument("--title", default=None, help="figure title")
+    plot.set_defaults(handler=cmd_plot)
     return parser
 
 
@@ -185,6 +211,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             env_kwargs=args.env_kwargs,
             vec_env_cls=vec_env_cls,
             vec_env_kwargs=vec_env_kwargs,
+            monitor_dir=args.monitor,
         )
     except gym.error.DependencyNotInstalled as exc:
         raise UsageError(f"{args.env_id} needs an optional dependency that is not installed: {exc}") from None
@@ -224,6 +251,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             summary[f"episode_{name}_mean"] = summary[f"episode_{name}_min"] = summary[f"episode_{name}_max"] = "n/a"
     print("\n".join(_summary_lines(summary)))
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """``vecenv plot``: learning curve from monitor files, saved as an image."""
+    from vecenv.monitor import LoadMonitorResultsError, MissingExtraError
+    from vecenv.plotting import plot_results
+
+    output = args.output
+    if output is None:
+        output = (
+            os.path.join(args.path, "monitor.png")
+            if os.path.isdir(args.path)
+            else os.path.splitext(args.path)[0] + ".png"
+        )
+    try:
+        plot_results(args.path, output=output, window=args.window, title=args.title)
+    except MissingExtraError as exc:
+        raise UsageError(str(exc)) from None
+    except (LoadMonitorResultsError, ValueError, OSError) as exc:
+        raise UsageError(f"cannot plot {args.path!r}: {exc}") from None
+    print(f"wrote {output}")
     return 0
 
 
