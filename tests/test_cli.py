@@ -550,3 +550,52 @@ def test_plot_without_plot_extra_names_the_extra(capsys, tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, module, None)  # makes ``import module`` raise ImportError
     line = _assert_one_line_error(*_run_main(capsys, "plot", str(tmp_path)))
     assert "vecenv[plot]" in line
+
+
+# --- vecenv run --video / --check-nan ----------------------------------------------------------------------
+
+
+def test_run_video_records_first_steps(capsys, tmp_path):
+    """``--video DIR --video-length N``: one MP4 of N+1 frames (SB3's count) of the tiled envs, frames changing."""
+    import cv2
+
+    code, _, err = _run_main(
+        capsys, "run", "CartPole-v1", "-n", "2", "--steps", "100", "-b", "dummy",
+        "--video", str(tmp_path), "--video-length", "12",
+    )  # fmt: skip
+    assert code == 0, err
+    assert sorted(os.listdir(tmp_path)) == ["rl-video-step-0-to-step-12.mp4"]
+    capture = cv2.VideoCapture(str(tmp_path / "rl-video-step-0-to-step-12.mp4"))
+    frames = []
+    while True:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        frames.append(frame)
+    capture.release()
+    assert len(frames) == 13
+    env = gym.make("CartPole-v1", render_mode="rgb_array")
+    env.reset(seed=0)
+    height, width, _ = env.render().shape
+    env.close()
+    assert frames[0].shape == (2 * height, width, 3)  # 2 envs tiled into a 2x1 grid
+    assert any(np.abs(frames[0].astype(int) - frame.astype(int)).mean() > 0.1 for frame in frames[1:])
+
+
+def test_run_video_without_rgb_array_is_a_user_error(capsys, tmp_path):
+    """``--video`` on envs made without rgb_array rendering: one error line saying how to create them, exit 2."""
+    code, _, err = _run_main(
+        capsys, "run", "CartPole-v1", "-n", "2", "--steps", "10", "-b", "dummy",
+        "--video", str(tmp_path), "--env-kwargs", '{"render_mode": null}',
+    )  # fmt: skip
+    assert code == 2
+    assert "Traceback" not in err
+    assert any(line.startswith("vecenv: error:") and "rgb_array" in line for line in err.splitlines())
+
+
+def test_run_check_nan_passes_clean_env(capsys):
+    """``--check-nan`` on a finite env changes nothing: same statistics as without it."""
+    code, out, err = _run_main(capsys, "run", "CartPole-v1", "-n", "2", "--steps", "400", "--seed", "3",
+                               "-b", "dummy", "--check-nan")  # fmt: skip
+    assert code == 0, err
+    assert _stats(_parse_summary(out)) == _reference_stats("CartPole-v1", 2, 400, 3)

@@ -20,9 +20,12 @@ from vecenv.stacked_observations import StackedObservations
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 from vecenv.version import __version__
 from vecenv.wrappers import VecEnvWrapper, VecEnvWrapperT, is_vecenv_wrapped, unwrap_vec_wrapper
+from vecenv.wrappers.vec_check_nan import VecCheckNan
+from vecenv.wrappers.vec_extract_dict_obs import VecExtractDictObs
 from vecenv.wrappers.vec_frame_stack import VecFrameStack
 from vecenv.wrappers.vec_monitor import VecMonitor
 from vecenv.wrappers.vec_transpose import VecTransposeImage
+from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
 __all__ = [
     "AlreadyPendingCallError",
@@ -36,6 +39,7 @@ __all__ = [
     "ResultsWriter",
     "StackedObservations",
     "SubprocVecEnv",
+    "VecCheckNan",
     "VecEnv",
     "VecEnvError",
     "VecEnvIndices",
@@ -43,9 +47,11 @@ __all__ = [
     "VecEnvStepReturn",
     "VecEnvWrapper",
     "VecEnvWrapperT",
+    "VecExtractDictObs",
     "VecFrameStack",
     "VecMonitor",
     "VecTransposeImage",
+    "VecVideoRecorder",
     "WorkerDiedError",
     "__version__",
     "dict_to_obs",

@@ -122,6 +122,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="write one SB3-format monitor CSV per env into DIR (make_vec_env(monitor_dir=DIR))",
     )
+    run.add_argument(
+        "--video",
+        metavar="DIR",
+        default=None,
+        help="record a video of the first --video-length steps into DIR (VecVideoRecorder, MP4 via OpenCV)",
+    )
+    run.add_argument(
+        "--video-length", type=_positive_int, default=200, metavar="N", help="frames per video (default: %(default)s)"
+    )
+    run.add_argument(
+        "--check-nan", action="store_true", help="raise at the first NaN/inf in actions, observations or rewards"
+    )
     run.set_defaults(handler=cmd_run)
 
     plot = sub.add_parser(
@@ -189,6 +201,21 @@ def _summary_lines(values: dict[str, Any]) -> list[str]:
     return [f"{key + ':':<{width + 1}} {value}" for key, value in values.items()]
 
 
+def _wrap_for_run(venv: Any, args: argparse.Namespace) -> Any:
+    """Apply the wrappers ``vecenv run``'s options ask for (video recorder inside, NaN check outermost)."""
+    from vecenv.wrappers.vec_check_nan import VecCheckNan
+    from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
+
+    if args.video is not None:
+        venv = VecVideoRecorder(
+            venv, args.video, record_video_trigger=lambda step: step == 0, video_length=args.video_length
+        )
+    if args.check_nan:
+        # outermost: bad actions are caught before the envs or the recorder see them
+        venv = VecCheckNan(venv, raise_exception=True)
+    return venv
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``vecenv run``: build the vector env with :func:`~vecenv.make_vec_env`, step it, print a summary."""
     from tqdm import tqdm
@@ -218,6 +245,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (TypeError, ValueError, gym.error.Error) as exc:
         given = f" with --env-kwargs {json.dumps(args.env_kwargs)}" if args.env_kwargs else ""
         raise UsageError(f"cannot create {args.env_id}{given}: {exc}") from None
+    try:
+        venv = _wrap_for_run(venv, args)
+    except ValueError as exc:
+        venv.close()
+        raise UsageError(str(exc)) from None
     try:
         actions = gym.vector.utils.batch_space(venv.action_space, n)
         actions.seed(args.seed)
