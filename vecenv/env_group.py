@@ -136,6 +136,7 @@ class EnvGroup:
         self.dones = np.zeros((n,), dtype=bool) if dones is None else dones
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(n)]
         self._write_obs = make_obs_writer(self.observation_space)
+        self._flat_obs = isinstance(self.obs, np.ndarray)
         self.handlers: dict[Command, Callable[[Any], Any]] = {
             Command.STEP: lambda payload: self.step(*payload),
             Command.RESET: self.reset,
@@ -166,27 +167,49 @@ class EnvGroup:
         :return: ``(infos, reset_infos)``: fresh info dicts of the stepped envs (in ``indices`` order), and
             :attr:`reset_infos` of all envs (updated for the envs that reset).
         """
-        obs_buffer, rewards, dones, write, envs = self.obs, self.rewards, self.dones, self._write_obs, self.envs
+        # hot path: locals only, one numpy write per env for the observation, rewards and dones
+        # gathered in lists and written once per call
+        obs_buffer, envs, reset_infos = self.obs, self.envs, self.reset_infos
+        write = None if self._flat_obs else self._write_obs
+        stepped = range(len(envs)) if indices is None else indices
         infos: list[dict[str, Any]] = []
-        for j in range(len(envs)) if indices is None else indices:
+        step_rewards: list[Any] = []
+        step_dones: list[bool] = []
+        for j in stepped:
             env = envs[j]
             try:
                 obs, reward, terminated, truncated, env_info = env.step(actions[j])
                 # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
-                info = dict(env_info) if all(type(v) in _ATOMIC for v in env_info.values()) else deepcopy(env_info)
-                done = bool(terminated or truncated)
-                info["TimeLimit.truncated"] = bool(truncated and not terminated)
-                if done:
+                if not env_info:
+                    info: dict[str, Any] = {}
+                elif all(type(v) in _ATOMIC for v in env_info.values()):
+                    info = dict(env_info)
+                else:
+                    info = deepcopy(env_info)
+                if terminated or truncated:
+                    info["TimeLimit.truncated"] = bool(truncated and not terminated)
                     info["terminal_observation"] = deepcopy(obs)
-                    obs, self.reset_infos[j] = env.reset()
-                write(obs_buffer, j, obs)
+                    obs, reset_infos[j] = env.reset()
+                    step_dones.append(True)
+                else:
+                    info["TimeLimit.truncated"] = False
+                    step_dones.append(False)
+                if write is None:
+                    obs_buffer[j] = obs
+                else:
+                    write(obs_buffer, j, obs)
             except Exception as exc:
                 self._fail(exc, j, Command.STEP)
                 raise
-            rewards[j] = reward
-            dones[j] = done
+            step_rewards.append(reward)
             infos.append(info)
-        return infos, self.reset_infos
+        if indices is None:
+            self.rewards[:] = step_rewards
+            self.dones[:] = step_dones
+        else:
+            self.rewards[stepped] = step_rewards
+            self.dones[stepped] = step_dones
+        return infos, reset_infos
 
     def reset(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
         """Reset every env, env ``j`` with ``seed=seeds[j]`` (and ``options=options[j]`` when non-empty).
