@@ -599,3 +599,26 @@ def test_run_check_nan_passes_clean_env(capsys):
                                "-b", "dummy", "--check-nan")  # fmt: skip
     assert code == 0, err
     assert _stats(_parse_summary(out)) == _reference_stats("CartPole-v1", 2, 400, 3)
+
+
+# --- vecenv run --normalize / --save-normalize / --load-normalize --------------------------------------------
+
+
+def test_run_save_and_load_normalize(capsys, tmp_path):
+    """``--save-normalize`` writes statistics of every observation seen; episode stats stay the env's own rewards;
+    ``--load-normalize`` starts from them; a corrupt file is a one-line error (exit 2)."""
+    path = tmp_path / "norm.npz"
+    args = ("run", "CartPole-v1", "-n", "2", "--steps", "400", "--seed", "3", "-b", "dummy")
+    code, out, err = _run_main(capsys, *args, "--save-normalize", str(path))
+    assert code == 0, err
+    assert _stats(_parse_summary(out)) == _reference_stats("CartPole-v1", 2, 400, 3)  # raw, not normalized
+    venv = vecenv.DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    loaded = vecenv.VecNormalize.load(path, venv)
+    # one update for the first reset and one per vector step, 2 envs each (RunningMeanStd starts at 1e-4)
+    assert loaded.obs_rms.count == pytest.approx(1e-4 + 2 * (1 + 200))
+    loaded.close()
+    code, out, err = _run_main(capsys, *args, "--load-normalize", str(path))
+    assert code == 0, err
+    path.write_bytes(path.read_bytes()[:100])  # truncated
+    line = _assert_one_line_error(*_run_main(capsys, *args, "--load-normalize", str(path)))
+    assert "norm.npz" in line

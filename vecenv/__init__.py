@@ -15,15 +15,18 @@ from vecenv.monitor import (
     load_results,
 )
 from vecenv.plotting import plot_results
+from vecenv.running_mean_std import RunningMeanStd
 from vecenv.spaces import dict_to_obs, obs_space_info
 from vecenv.stacked_observations import StackedObservations
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 from vecenv.version import __version__
 from vecenv.wrappers import VecEnvWrapper, VecEnvWrapperT, is_vecenv_wrapped, unwrap_vec_wrapper
+from vecenv.wrappers.normalize_io import NormalizationFileError
 from vecenv.wrappers.vec_check_nan import VecCheckNan
 from vecenv.wrappers.vec_extract_dict_obs import VecExtractDictObs
 from vecenv.wrappers.vec_frame_stack import VecFrameStack
 from vecenv.wrappers.vec_monitor import VecMonitor
+from vecenv.wrappers.vec_normalize import VecNormalize, sync_envs_normalization, unwrap_vec_normalize
 from vecenv.wrappers.vec_transpose import VecTransposeImage
 from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
@@ -36,7 +39,9 @@ __all__ = [
     "MissingExtraError",
     "Monitor",
     "NoAsyncCallError",
+    "NormalizationFileError",
     "ResultsWriter",
+    "RunningMeanStd",
     "StackedObservations",
     "SubprocVecEnv",
     "VecCheckNan",
@@ -50,6 +55,7 @@ __all__ = [
     "VecExtractDictObs",
     "VecFrameStack",
     "VecMonitor",
+    "VecNormalize",
     "VecTransposeImage",
     "VecVideoRecorder",
     "WorkerDiedError",
@@ -61,7 +67,9 @@ __all__ = [
     "make_vec_env",
     "obs_space_info",
     "plot_results",
+    "sync_envs_normalization",
     "tile_images",
+    "unwrap_vec_normalize",
     "unwrap_vec_wrapper",
 ]
 

@@ -123,6 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="write one SB3-format monitor CSV per env into DIR (make_vec_env(monitor_dir=DIR))",
     )
     run.add_argument(
+        "--normalize", action="store_true", help="wrap the envs in VecNormalize (observations and rewards)"
+    )
+    run.add_argument(
+        "--save-normalize",
+        metavar="PATH",
+        default=None,
+        help="save the VecNormalize statistics to PATH after the run (implies --normalize)",
+    )
+    run.add_argument(
+        "--load-normalize",
+        metavar="PATH",
+        default=None,
+        help="start from VecNormalize statistics saved in PATH (implies --normalize)",
+    )
+    run.add_argument(
         "--video",
         metavar="DIR",
         default=None,
@@ -204,8 +219,13 @@ def _summary_lines(values: dict[str, Any]) -> list[str]:
 def _wrap_for_run(venv: Any, args: argparse.Namespace) -> Any:
     """Apply the wrappers ``vecenv run``'s options ask for (video recorder inside, NaN check outermost)."""
     from vecenv.wrappers.vec_check_nan import VecCheckNan
+    from vecenv.wrappers.vec_normalize import VecNormalize
     from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
+    if args.load_normalize is not None:
+        venv = VecNormalize.load(args.load_normalize, venv)
+    elif args.normalize or args.save_normalize is not None:
+        venv = VecNormalize(venv)
     if args.video is not None:
         venv = VecVideoRecorder(
             venv, args.video, record_video_trigger=lambda step: step == 0, video_length=args.video_length
@@ -222,6 +242,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from vecenv.env_util import make_vec_env
     from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
+    from vecenv.wrappers.vec_normalize import unwrap_vec_normalize
 
     _check_env_id(args.env_id)
     n = args.num_envs
@@ -247,9 +268,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot create {args.env_id}{given}: {exc}") from None
     try:
         venv = _wrap_for_run(venv, args)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:  # NormalizationFileError is a ValueError
         venv.close()
         raise UsageError(str(exc)) from None
+    normalize = unwrap_vec_normalize(venv)
     try:
         actions = gym.vector.utils.batch_space(venv.action_space, n)
         actions.seed(args.seed)
@@ -259,13 +281,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         with tqdm(total=iterations * n, unit="step", unit_scale=True, disable=None, file=sys.stderr) as bar:
             for _ in range(iterations):
                 _, rewards, dones, _ = venv.step(actions.sample())
-                stats.update(rewards, dones)
+                # episode statistics always use the env's own rewards, never the normalized ones
+                stats.update(rewards if normalize is None else normalize.get_original_reward(), dones)
                 bar.update(n)
         wall = time.perf_counter() - start
+        if args.save_normalize is not None:
+            assert normalize is not None
+            try:
+                normalize.save(args.save_normalize)
+            except OSError as exc:
+                raise UsageError(f"cannot save --save-normalize {args.save_normalize!r}: {exc}") from None
     finally:
         venv.close()
 
-    backend = args.backend + (f" ({venv.start_method})" if isinstance(venv, SubprocVecEnv) else "")
+    base = venv.unwrapped
+    backend = args.backend + (f" ({base.start_method})" if isinstance(base, SubprocVecEnv) else "")
     summary: dict[str, Any] = {
         "env_id": args.env_id,
         "backend": backend,

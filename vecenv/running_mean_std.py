@@ -1,0 +1,90 @@
+"""Running mean and variance of a stream of arrays (Stable-Baselines3's ``RunningMeanStd``).
+
+Batches are merged with the parallel algorithm of Chan et al.
+(https://en.wikipedia.org/wiki/Algorithms_for_calculating_variance#Parallel_algorithm), so feeding
+the data in any split into batches gives the same statistics as one pass over all of it, up to
+floating-point rounding. Statistics are kept in float64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RunningMeanStd"]
+
+
+class RunningMeanStd:
+    """Mean and (population) variance of all samples seen so far, element-wise over ``shape``.
+
+    The statistics start as ``mean = 0``, ``var = 1`` with weight ``count = epsilon``: a tiny prior
+    that keeps the first division finite. Semantics and arithmetic follow SB3 exactly.
+
+    :param epsilon: the initial ``count`` (weight of the prior ``mean = 0``, ``var = 1``).
+    :param shape: the shape of ONE sample, e.g. ``(4,)`` for CartPole observations, ``()`` for rewards.
+
+    >>> rms = RunningMeanStd(epsilon=0.0, shape=(2,))
+    >>> rms.update(np.array([[1.0, 10.0], [3.0, 30.0]]))
+    >>> rms.mean, rms.var, rms.count
+    (array([ 2., 20.]), array([  1., 100.]), 2.0)
+    """
+
+    def __init__(self, epsilon: float = 1e-4, shape: tuple[int, ...] = ()) -> None:
+        #: float64 array of shape ``shape``.
+        self.mean: np.ndarray = np.zeros(shape, np.float64)
+        #: float64 array of shape ``shape`` (population variance, ``ddof=0``).
+        self.var: np.ndarray = np.ones(shape, np.float64)
+        #: number of samples seen, plus ``epsilon``.
+        self.count: float = epsilon
+
+    def __repr__(self) -> str:
+        return f"RunningMeanStd(shape={self.mean.shape}, count={self.count!r})"
+
+    def copy(self) -> RunningMeanStd:
+        """Return an independent copy (new arrays, ``count`` as a Python float).
+
+        :return: a new :class:`RunningMeanStd` with the same statistics.
+        """
+        new_object = RunningMeanStd(shape=self.mean.shape)
+        new_object.mean = self.mean.copy()
+        new_object.var = self.var.copy()
+        new_object.count = float(self.count)
+        return new_object
+
+    def combine(self, other: RunningMeanStd) -> None:
+        """Merge the statistics of ``other`` into these, as if its samples had been seen here too.
+
+        :param other: statistics of the same ``shape``; left unchanged.
+        """
+        self.update_from_moments(other.mean, other.var, other.count)
+
+    def update(self, arr: Any) -> None:
+        """Add a batch of samples.
+
+        :param arr: array of shape ``(batch_size, *shape)``; the first axis indexes samples.
+        """
+        arr = np.asarray(arr)
+        batch_mean = np.mean(arr, axis=0)
+        batch_var = np.var(arr, axis=0)
+        batch_count = arr.shape[0]
+        self.update_from_moments(batch_mean, batch_var, batch_count)
+
+    def update_from_moments(self, batch_mean: Any, batch_var: Any, batch_count: float) -> None:
+        """Add a batch given only its moments.
+
+        :param batch_mean: mean of the batch, shape ``shape``.
+        :param batch_var: population variance of the batch, shape ``shape``.
+        :param batch_count: number of samples in the batch.
+        """
+        delta = batch_mean - self.mean
+        tot_count = self.count + batch_count
+
+        new_mean = self.mean + delta * batch_count / tot_count
+        m_a = self.var * self.count
+        m_b = batch_var * batch_count
+        m_2 = m_a + m_b + np.square(delta) * self.count * batch_count / tot_count
+
+        self.mean = new_mean
+        self.var = m_2 / tot_count
+        self.count = batch_count + self.count

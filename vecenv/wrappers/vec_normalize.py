@@ -1,0 +1,491 @@
+"""Running normalization of observations and rewards (Stable-Baselines3's ``VecNormalize``), and its helpers.
+
+The wrapper follows SB3 2.9 call for call. Saving differs: :meth:`VecNormalize.save` writes a
+pickle-free file (numpy arrays + JSON, described in :mod:`vecenv.wrappers.normalize_io`) that
+:meth:`VecNormalize.load` reads without ever executing code. Pickles written by SB3 are imported with
+:meth:`VecNormalize.load_sb3`.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
+from vecenv.running_mean_std import RunningMeanStd
+from vecenv.spaces import is_image_space
+from vecenv.wrappers.base import VecEnvWrapper, unwrap_vec_wrapper
+from vecenv.wrappers.normalize_io import (
+    NormalizationFileError,
+    NormalizationState,
+    ObsRms,
+    check_space_matches,
+    describe_space,
+    read_normalization_file,
+    read_sb3_pickle,
+    write_normalization_file,
+)
+
+__all__ = ["NormalizationFileError", "VecNormalize", "sync_envs_normalization", "unwrap_vec_normalize"]
+
+_SB3_VEC_NORMALIZE = "stable_baselines3.common.vec_env.vec_normalize.VecNormalize"
+
+
+def _find_normalizer_below(venv: VecEnv) -> VecEnv | None:
+    """The first ``VecNormalize`` (vecenv's or SB3's) in the wrapper stack of ``venv``, or None."""
+    env: Any = venv
+    while env is not None:
+        if isinstance(env, VecNormalize) or f"{type(env).__module__}.{type(env).__qualname__}" == _SB3_VEC_NORMALIZE:
+            return env
+        env = env.__dict__.get("venv") if hasattr(env, "__dict__") else None
+    return None
+
+
+def _warn_if_normalized(venv: VecEnv) -> None:
+    existing = _find_normalizer_below(venv)
+    if existing is not None:
+        warnings.warn(
+            f"The env being wrapped in VecNormalize is already normalized by a "
+            f"{type(existing).__module__}.{type(existing).__name__} wrapper below it: observations and rewards would "
+            "be normalized twice. Wrap the unnormalized env instead, or use unwrap_vec_normalize(env) to reach the "
+            "existing wrapper.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+class VecNormalize(VecEnvWrapper):
+    """Normalize observations and/or rewards with running statistics (SB3 semantics).
+
+    Observations are standardized with the running mean and variance of all observations seen while
+    ``training``: ``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)`` as float32.
+    Rewards are divided by the running standard deviation of the discounted return
+    ``returns = returns * gamma + reward`` (reset to 0 at episode end) and clipped to ``±clip_reward``.
+    ``infos[i]["terminal_observation"]`` is normalized exactly like the observations.
+
+    With ``norm_obs=True`` the observation space must be a Box or a Dict of Boxes (the keys in
+    ``norm_obs_keys``). An image sub-space (uint8 ``0..255`` with 3 dimensions) that is normalized is
+    replaced in :attr:`observation_space` by ``Box(-clip_obs, clip_obs, shape, float32)`` (vecenv
+    copies a Dict space instead of changing the wrapped env's space in place as SB3 does).
+
+    :param venv: the vectorized environment to wrap.
+    :param training: whether :meth:`reset` and :meth:`step_wait` update the statistics (set False to evaluate).
+    :param norm_obs: whether to normalize observations.
+    :param norm_reward: whether to normalize rewards.
+    :param clip_obs: normalized observations are clipped to ``[-clip_obs, clip_obs]``.
+    :param clip_reward: normalized rewards are clipped to ``[-clip_reward, clip_reward]``.
+    :param gamma: discount factor of the returns whose variance scales the rewards.
+    :param epsilon: added to the variances before the square root, to avoid dividing by zero.
+    :param norm_obs_keys: for a Dict observation space, the keys to normalize (None: all keys).
+    :raises ValueError: (only with ``norm_obs``) if the observation space is neither a Box nor a Dict,
+        if a key to normalize is not a Box, or if ``norm_obs_keys`` is given for a Box space.
+    :raises KeyError: if a key of ``norm_obs_keys`` is not in the Dict observation space.
+    """
+
+    obs_spaces: dict[str, spaces.Space]
+    old_obs: VecEnvObs
+
+    def __init__(
+        self,
+        venv: VecEnv,
+        training: bool = True,
+        norm_obs: bool = True,
+        norm_reward: bool = True,
+        clip_obs: float = 10.0,
+        clip_reward: float = 10.0,
+        gamma: float = 0.99,
+        epsilon: float = 1e-8,
+        norm_obs_keys: list[str] | None = None,
+    ) -> None:
+        _warn_if_normalized(venv)
+        VecEnvWrapper.__init__(self, venv)
+        self.norm_obs = norm_obs
+        self.norm_obs_keys = norm_obs_keys
+        if self.norm_obs:
+            self._sanity_checks()
+            self._init_obs_rms(clip_obs)
+
+        self.ret_rms = RunningMeanStd(shape=())
+        self.clip_obs = clip_obs
+        self.clip_reward = clip_reward
+        #: discounted return of each env's current episode, float64 ``(num_envs,)``.
+        self.returns = np.zeros(self.num_envs)
+        self.gamma = gamma
+        self.epsilon = epsilon
+        self.training = training
+        self.norm_reward = norm_reward
+        #: raw rewards of the last step, float32 ``(num_envs,)`` (empty before the first step).
+        self.old_reward = np.array([])
+
+    def _init_obs_rms(self, clip_obs: float) -> None:
+        """Create ``obs_rms``; replace the image (sub-)spaces being normalized by float Boxes."""
+        space = self.observation_space
+        if isinstance(space, spaces.Dict):
+            assert self.norm_obs_keys is not None
+            image_keys = [key for key in self.norm_obs_keys if is_image_space(space[key])]
+            if image_keys:
+                # a copy: the wrapped env's space describes its own (raw) observations and must not change
+                dict_space = copy.deepcopy(space)
+                for key in image_keys:
+                    dict_space.spaces[key] = self._float_box(space[key], clip_obs)
+                self.observation_space = space = dict_space
+            self.obs_spaces = space.spaces
+            self.obs_rms: ObsRms = {key: RunningMeanStd(shape=self._shape(space[key])) for key in self.norm_obs_keys}
+        else:
+            self.obs_rms = RunningMeanStd(shape=self._shape(space))
+            # a normalized image is no longer an image: say so, or a policy would rescale it again (SB3 #1214)
+            if is_image_space(space):
+                self.observation_space = self._float_box(space, clip_obs)
+
+    @staticmethod
+    def _shape(space: spaces.Space) -> tuple[int, ...]:
+        assert space.shape is not None
+        return space.shape
+
+    @staticmethod
+    def _float_box(space: spaces.Space, clip_obs: float) -> spaces.Box:
+        return spaces.Box(low=-clip_obs, high=clip_obs, shape=space.shape, dtype=np.float32)
+
+    def _sanity_checks(self) -> None:
+        """Check that the observations to normalize are Boxes (SB3's checks and messages)."""
+        if isinstance(self.observation_space, spaces.Dict):
+            if self.norm_obs_keys is None:
+                self.norm_obs_keys = list(self.observation_space.spaces.keys())
+            for obs_key in self.norm_obs_keys:
+                if obs_key not in self.observation_space.spaces:
+                    raise KeyError(
+                        f"norm_obs_keys names {obs_key!r}, which is not a key of the observation space; its keys are "
+                        f"{list(self.observation_space.spaces.keys())}"
+                    )
+                if not isinstance(self.observation_space.spaces[obs_key], spaces.Box):
+                    raise ValueError(
+                        f"VecNormalize only supports `gym.spaces.Box` observation spaces but {obs_key} "
+                        f"is of type {self.observation_space.spaces[obs_key]}. "
+                        "You should probably explicitly pass the observation keys "
+                        " that should be normalized via the `norm_obs_keys` parameter."
+                    )
+        elif isinstance(self.observation_space, spaces.Box):
+            if self.norm_obs_keys is not None:
+                raise ValueError("`norm_obs_keys` param is applicable only with `gym.spaces.Dict` observation spaces")
+        else:
+            raise ValueError(
+                "VecNormalize only supports `gym.spaces.Box` and `gym.spaces.Dict` observation spaces, "
+                f"not {self.observation_space}"
+            )
+
+    # --- pickling (SB3's rules) --------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """State for pickling / deep-copying: everything but ``venv``, ``class_attributes`` and ``returns``."""
+        state = self.__dict__.copy()
+        for name in ("venv", "class_attributes", "returns"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled state; call :meth:`set_venv` before using the wrapper."""
+        if "norm_obs_keys" not in state and isinstance(state.get("observation_space"), spaces.Dict):
+            state["norm_obs_keys"] = list(state["observation_space"].spaces.keys())
+        assert "venv" not in state
+        self.__dict__.update(state)
+        self.venv = None  # type: ignore[assignment]
+
+    def set_venv(self, venv: VecEnv) -> None:
+        """Wrap ``venv`` (after unpickling or deep-copying, which drop the wrapped env).
+
+        :param venv: the vectorized environment; its observation shapes must match the saved ones.
+        :raises ValueError: if this wrapper already wraps an env, or if the observation shapes or Dict
+            keys differ (the message names the key, the saved shape and the env's shape; SB3 raises
+            AssertionError here).
+        """
+        if self.__dict__.get("venv") is not None:
+            raise ValueError("Trying to set venv of already initialized VecNormalize wrapper.")
+        check_space_matches(describe_space(self.observation_space), venv.observation_space)
+        _warn_if_normalized(venv)
+        self.venv = venv
+        self.num_envs = venv.num_envs
+        self.class_attributes = dict(inspect.getmembers(self.__class__))
+        self.render_mode = venv.render_mode
+        self.returns = np.zeros(self.num_envs)
+
+    # --- stepping ------------------------------------------------------------------------------------------
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Step, update the statistics if ``training``, and normalize.
+
+        :return: ``(obs, rewards, dones, infos)``: obs normalized (float32 for the normalized arrays / keys),
+            rewards float32 ``(num_envs,)``, and ``infos[i]["terminal_observation"]`` normalized like obs.
+        """
+        obs, rewards, dones, infos = self.venv.step_wait()
+        self.old_obs = obs
+        self.old_reward = rewards
+
+        if self.training and self.norm_obs:
+            self._update_obs(obs)
+        obs = self.normalize_obs(obs)
+
+        if self.training:
+            self._update_reward(rewards)
+        rewards = self.normalize_reward(rewards)
+
+        for idx, done in enumerate(dones):
+            if done and "terminal_observation" in infos[idx]:
+                infos[idx]["terminal_observation"] = self.normalize_obs(infos[idx]["terminal_observation"])
+
+        self.returns[dones] = 0
+        return obs, rewards, dones, infos
+
+    def reset(self) -> VecEnvObs:
+        """Reset all envs, zero the returns, update the observation statistics if ``training``.
+
+        :return: the normalized first observations.
+        """
+        obs = self.venv.reset()
+        self.old_obs = obs
+        self.returns = np.zeros(self.num_envs)
+        if self.training and self.norm_obs:
+            self._update_obs(obs)
+        return self.normalize_obs(obs)
+
+    def _update_obs(self, obs: VecEnvObs) -> None:
+        obs_rms = self.obs_rms
+        if isinstance(obs_rms, dict):
+            assert isinstance(obs, dict)
+            for key, rms in obs_rms.items():
+                rms.update(obs[key])
+        else:
+            obs_rms.update(obs)
+
+    def _update_reward(self, reward: np.ndarray) -> None:
+        """Add ``reward`` to the discounted returns and update the return statistics."""
+        self.returns = self.returns * self.gamma + reward
+        self.ret_rms.update(self.returns)
+
+    # --- normalization -------------------------------------------------------------------------------------
+
+    def _normalize_obs(self, obs: np.ndarray, obs_rms: RunningMeanStd) -> np.ndarray:
+        """``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)`` (float64 for float32 input)."""
+        return np.clip((obs - obs_rms.mean) / np.sqrt(obs_rms.var + self.epsilon), -self.clip_obs, self.clip_obs)
+
+    def _unnormalize_obs(self, obs: np.ndarray, obs_rms: RunningMeanStd) -> np.ndarray:
+        """``obs * sqrt(var + epsilon) + mean``."""
+        return (obs * np.sqrt(obs_rms.var + self.epsilon)) + obs_rms.mean
+
+    def normalize_obs(self, obs: VecEnvObs) -> VecEnvObs:
+        """Normalize observations with the current statistics (does not update them; ``obs`` is not modified).
+
+        :param obs: observations ``(num_envs, *obs_shape)``, or a dict of such arrays for Dict spaces.
+        :return: a new array / dict; the normalized arrays (the keys in ``norm_obs_keys``) are float32
+            and clipped to ``±clip_obs``. With ``norm_obs=False`` a deep copy of ``obs``.
+        """
+        obs_ = copy.deepcopy(obs)
+        if self.norm_obs:
+            obs_rms = self.obs_rms
+            if isinstance(obs, dict) and isinstance(obs_rms, dict):
+                assert isinstance(obs_, dict) and self.norm_obs_keys is not None
+                for key in self.norm_obs_keys:
+                    obs_[key] = self._normalize_obs(obs[key], obs_rms[key]).astype(np.float32)
+            else:
+                assert isinstance(obs_rms, RunningMeanStd)
+                obs_ = self._normalize_obs(obs, obs_rms).astype(np.float32)  # type: ignore[arg-type]
+        return obs_
+
+    def normalize_reward(self, reward: np.ndarray) -> np.ndarray:
+        """Scale rewards by the return statistics and clip them (does not update the statistics).
+
+        :param reward: rewards ``(num_envs,)``.
+        :return: ``clip(reward / sqrt(ret_rms.var + epsilon), ±clip_reward)`` as float32; with
+            ``norm_reward=False`` just ``reward`` as float32 (always float32, as SB3).
+        """
+        if self.norm_reward:
+            reward = np.clip(reward / np.sqrt(self.ret_rms.var + self.epsilon), -self.clip_reward, self.clip_reward)
+        return np.asarray(reward).astype(np.float32)
+
+    def unnormalize_obs(self, obs: VecEnvObs) -> VecEnvObs:
+        """Invert :meth:`normalize_obs` (without the clipping): ``obs * sqrt(var + epsilon) + mean``.
+
+        :param obs: normalized observations (array or dict).
+        :return: a new array / dict in raw units (float64 for the unnormalized arrays).
+        """
+        obs_ = copy.deepcopy(obs)
+        if self.norm_obs:
+            obs_rms = self.obs_rms
+            if isinstance(obs, dict) and isinstance(obs_rms, dict):
+                assert isinstance(obs_, dict) and self.norm_obs_keys is not None
+                for key in self.norm_obs_keys:
+                    obs_[key] = self._unnormalize_obs(obs[key], obs_rms[key])
+            else:
+                assert isinstance(obs_rms, RunningMeanStd)
+                obs_ = self._unnormalize_obs(obs, obs_rms)  # type: ignore[arg-type]
+        return obs_
+
+    def unnormalize_reward(self, reward: np.ndarray) -> np.ndarray:
+        """Invert :meth:`normalize_reward` (without the clipping).
+
+        :param reward: normalized rewards ``(num_envs,)``.
+        :return: ``reward * sqrt(ret_rms.var + epsilon)`` (``reward`` unchanged if ``norm_reward=False``).
+        """
+        if self.norm_reward:
+            return reward * np.sqrt(self.ret_rms.var + self.epsilon)
+        return reward
+
+    def get_original_obs(self) -> VecEnvObs:
+        """The raw observations of the last :meth:`reset` or step.
+
+        :return: a deep copy, ``(num_envs, *obs_shape)`` (or dict) in the wrapped env's dtype.
+        :raises AttributeError: before the first :meth:`reset`.
+        """
+        if "old_obs" not in self.__dict__:
+            raise AttributeError("VecNormalize has no original observation yet: call reset() first.")
+        return copy.deepcopy(self.old_obs)
+
+    def get_original_reward(self) -> np.ndarray:
+        """The raw rewards of the last step.
+
+        :return: a copy, float32 ``(num_envs,)`` (empty before the first step).
+        """
+        return self.old_reward.copy()
+
+    # --- saving --------------------------------------------------------------------------------------------
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "training": bool(self.training),
+            "norm_obs": bool(self.norm_obs),
+            "norm_reward": bool(self.norm_reward),
+            "clip_obs": float(self.clip_obs),
+            "clip_reward": float(self.clip_reward),
+            "gamma": float(self.gamma),
+            "epsilon": float(self.epsilon),
+            "norm_obs_keys": None if self.norm_obs_keys is None else list(self.norm_obs_keys),
+        }
+
+    def save(self, save_path: str | os.PathLike[str]) -> None:
+        """Save the statistics and configuration to ``save_path``, atomically, in vecenv's pickle-free format.
+
+        Saved: ``obs_rms`` (if present), ``ret_rms``, ``training``, ``norm_obs``, ``norm_reward``,
+        ``clip_obs``, ``clip_reward``, ``gamma``, ``epsilon``, ``norm_obs_keys`` and a description of the
+        observation space. Not saved (as SB3's pickle would): the wrapped env, ``returns``, ``old_obs``,
+        ``old_reward``. The file is written to a temporary file in the same folder and renamed over
+        ``save_path``, so an interrupted save leaves any previous file intact. The format is described
+        in :mod:`vecenv.wrappers.normalize_io`; :meth:`load` reads it.
+
+        :param save_path: the file to write (``str`` or :class:`pathlib.Path`), used as given (no extension added).
+        :raises TypeError: if ``norm_obs_keys`` or the Dict keys are neither strings nor integers.
+        :raises OSError: if the file cannot be written (any previous file is left unchanged).
+        """
+        obs_rms = self.__dict__.get("obs_rms")
+        state = NormalizationState(
+            config=self._config(),
+            observation_space=describe_space(self.observation_space),
+            obs_rms=obs_rms,
+            ret_rms=self.ret_rms,
+        )
+        write_normalization_file(save_path, state)
+
+    @staticmethod
+    def _from_state(state: NormalizationState, venv: VecEnv) -> VecNormalize:
+        check_space_matches(state.observation_space, venv.observation_space)
+        vec_normalize = VecNormalize(venv, **state.config)
+        if state.obs_rms is not None:
+            obs_rms = state.obs_rms
+            shapes = obs_rms.items() if isinstance(obs_rms, dict) else [(None, obs_rms)]
+            env_space = venv.observation_space
+            for key, rms in shapes:
+                sub_space = env_space if key is None else env_space[key]  # type: ignore[index]
+                if sub_space.shape != rms.mean.shape:
+                    where = "the observation" if key is None else f"observation key {key!r}"
+                    raise ValueError(
+                        f"The VecNormalize statistics do not fit this env: {where} was saved with shape "
+                        f"{rms.mean.shape} but the env's observation space has shape {sub_space.shape}."
+                    )
+            vec_normalize.obs_rms = obs_rms
+        vec_normalize.ret_rms = state.ret_rms
+        return vec_normalize
+
+    @staticmethod
+    def load(load_path: str | os.PathLike[str], venv: VecEnv) -> VecNormalize:
+        """Load statistics and configuration saved by :meth:`save` and wrap ``venv`` with them.
+
+        Nothing in the file is executed: it holds numpy arrays (read with ``allow_pickle=False``) and
+        JSON. Note that ``training`` is restored as saved: set ``training = False`` (and usually
+        ``norm_reward = False``) to evaluate.
+
+        :param load_path: the file written by :meth:`save` (``str`` or :class:`pathlib.Path`).
+        :param venv: the vectorized environment to wrap; its observation space must match the saved one.
+        :return: a new :class:`VecNormalize` around ``venv``.
+        :raises NormalizationFileError: (a ValueError) if the file is truncated, corrupt, modified, holds
+            pickled objects, or is an SB3 pickle (the message points to :meth:`load_sb3`).
+        :raises ValueError: if the observation shapes or Dict keys of ``venv`` differ from the saved
+            ones (the message names the key, the saved shape and the env's shape).
+        :raises OSError: if the file cannot be read.
+        """
+        return VecNormalize._from_state(read_normalization_file(load_path), venv)
+
+    @staticmethod
+    def load_sb3(load_path: str | os.PathLike[str], venv: VecEnv) -> VecNormalize:
+        """Import a ``VecNormalize`` pickle written by Stable-Baselines3 (>= 2.0), without SB3 installed.
+
+        The pickle is read by a restricted unpickler that admits only numpy arrays / dtypes / random
+        generators, gymnasium spaces, ``collections.OrderedDict`` and SB3's ``VecNormalize`` and
+        ``RunningMeanStd`` classes (mapped onto vecenv's); any other global is refused before it can run.
+        The configuration and statistics are then taken from it, exactly as SB3 saved them. Call
+        :meth:`save` on the result to convert the file to vecenv's format.
+
+        :param load_path: the ``.pkl`` file written by SB3's ``VecNormalize.save`` (``str`` or :class:`pathlib.Path`).
+        :param venv: the vectorized environment to wrap; its observation space must match the saved one.
+        :return: a new :class:`VecNormalize` around ``venv``.
+        :raises NormalizationFileError: if the pickle references a forbidden global (the message names
+            it), is truncated or corrupt, or is not an SB3 VecNormalize.
+        :raises ValueError: if the observation shapes or Dict keys of ``venv`` differ from the saved ones.
+        :raises OSError: if the file cannot be read.
+        """
+        return VecNormalize._from_state(read_sb3_pickle(load_path), venv)
+
+
+def unwrap_vec_normalize(env: VecEnv) -> VecNormalize | None:
+    """Return the outermost :class:`VecNormalize` in the wrapper stack of ``env`` (SB3 semantics).
+
+    :param env: a vectorized environment, wrapped or not.
+    :return: the first :class:`VecNormalize` walking down from ``env``, or None.
+    """
+    return unwrap_vec_wrapper(env, VecNormalize)
+
+
+def sync_envs_normalization(env: VecEnv, eval_env: VecEnv) -> None:
+    """Copy the normalization statistics of ``env`` into ``eval_env`` (deep copies; SB3 semantics).
+
+    Both wrapper stacks are walked in step: wherever ``env`` has a :class:`VecNormalize`, ``eval_env``
+    must have one at the same depth, and gets a copy of its ``obs_rms`` (if it has one) and ``ret_rms``.
+    Other settings (``training``, ``norm_reward``, ...) are not touched.
+
+    :param env: the training env.
+    :param eval_env: the evaluation env, wrapped the same way.
+    :raises AssertionError: if ``eval_env`` is not wrapped like ``env`` (as SB3).
+    """
+    env_tmp, eval_env_tmp = env, eval_env
+    while isinstance(env_tmp, VecEnvWrapper):
+        assert isinstance(eval_env_tmp, VecEnvWrapper), (
+            "Error while synchronizing normalization stats: expected the eval env to be "
+            f"a VecEnvWrapper but got {eval_env_tmp} instead. "
+            "This is probably due to the training env not being wrapped the same way as the evaluation env. "
+            f"Training env type: {env_tmp}."
+        )
+        if isinstance(env_tmp, VecNormalize):
+            assert isinstance(eval_env_tmp, VecNormalize), (
+                "Error while synchronizing normalization stats: expected the eval env to be "
+                f"a VecNormalize but got {eval_env_tmp} instead. "
+                "This is probably due to the training env not being wrapped the same way as the evaluation env. "
+                f"Training env type: {env_tmp}."
+            )
+            if "obs_rms" in env_tmp.__dict__:
+                eval_env_tmp.obs_rms = copy.deepcopy(env_tmp.obs_rms)
+            eval_env_tmp.ret_rms = copy.deepcopy(env_tmp.ret_rms)
+        env_tmp = env_tmp.venv
+        eval_env_tmp = eval_env_tmp.venv
