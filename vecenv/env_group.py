@@ -66,6 +66,13 @@ def _build_env(env_fn: Callable[[], gym.Env], env_index: int) -> gym.Env:
     return env
 
 
+def _same_space(a: gym.Space, b: gym.Space) -> bool:
+    """Space equality; custom spaces without their own ``__eq__`` compare by type, shape and dtype."""
+    if type(a).__eq__ is object.__eq__:
+        return type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
+    return bool(a == b)
+
+
 def check_same_spaces(
     env_index: int,
     observation_space: gym.Space,
@@ -81,7 +88,7 @@ def check_same_spaces(
         ("observation_space", observation_space, expected_observation_space),
         ("action_space", action_space, expected_action_space),
     ):
-        if got != expected:
+        if not _same_space(got, expected):
             raise ValueError(
                 f"All sub-envs must share the same spaces, but env {env_index} has {kind} {got!r} "
                 f"while env 0 has {expected!r}. Make every env factory build the same kind of env."

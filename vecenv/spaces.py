@@ -104,28 +104,72 @@ def is_shareable(buffer: Any) -> bool:
     return all(leaf.dtype != np.dtype(object) for leaf in buffer_leaves(buffer))
 
 
+def _store_exact(dst: np.ndarray, value: Any, what: str) -> None:
+    """Copy ``value`` into ``dst`` (cast to its dtype) if it has ``dst``'s shape or the same number of elements.
+
+    Never broadcasts: a value of another size is a :class:`ValueError` naming both shapes.
+    """
+    array = np.asarray(value)
+    if array.shape != dst.shape:
+        if array.size != dst.size:
+            raise ValueError(f"{what} must have shape {dst.shape}, got shape {array.shape}")
+        array = array.reshape(dst.shape)
+    np.copyto(dst, array, casting="unsafe")
+
+
+def make_action_writer(action_space: spaces.Space) -> Callable[[Any, int, Any], None]:
+    """Return ``write(buffer, index, action)`` storing one env's action into an action batch buffer.
+
+    Like :func:`make_obs_writer`, but values are cast to the space's dtype and a wrong shape is a
+    :class:`ValueError` instead of a silent broadcast.
+    """
+    if isinstance(action_space, spaces.Dict):
+        writers = [(key, make_action_writer(sub)) for key, sub in action_space.spaces.items()]
+
+        def write_dict(buffer: dict[str, Any], index: int, action: Mapping[str, Any]) -> None:
+            for key, sub_write in writers:
+                sub_write(buffer[key], index, action[key])
+
+        return write_dict
+    if isinstance(action_space, spaces.Tuple):
+        tuple_writers = [make_action_writer(sub) for sub in action_space.spaces]
+
+        def write_tuple(buffer: tuple[Any, ...], index: int, action: tuple[Any, ...]) -> None:
+            for i, sub_write in enumerate(tuple_writers):
+                sub_write(buffer[i], index, action[i])
+
+        return write_tuple
+
+    def write(buffer: np.ndarray, index: int, action: Any) -> None:
+        if buffer.ndim == 1:  # scalar slots (Discrete): indexing gives a copy, not a view
+            array = np.asarray(action)
+            if array.size != 1:
+                raise ValueError(
+                    f"the action of env {index} (space {action_space}) must be a scalar, got shape {array.shape}"
+                )
+            buffer[index] = array.reshape(())
+        else:
+            _store_exact(buffer[index], action, f"the action of env {index} (space {action_space})")
+
+    return write
+
+
 def write_actions(action_space: spaces.Space, buffer: Any, actions: Any) -> None:
     """Store a batch of ``num_envs`` actions (any layout :func:`split_actions` accepts) into an action batch buffer.
 
-    Values are cast to the buffer's dtype (the action space's dtype).
+    Values are cast to the buffer's dtype (the action space's dtype); shapes are never broadcast.
 
-    :raises ValueError: if an action does not fit its slot (wrong shape).
+    :raises ValueError: if the actions do not have the buffer's shape (an action does not fit its slot).
     """
     if isinstance(buffer, np.ndarray) and isinstance(actions, np.ndarray):
-        try:
-            np.copyto(buffer, actions, casting="unsafe")
-        except ValueError:
-            raise ValueError(
-                f"actions must have shape {buffer.shape} (num_envs, *action_space.shape) for action space "
-                f"{action_space}, got shape {actions.shape}"
-            ) from None
+        _store_exact(buffer, actions, f"actions (num_envs, *action_space.shape) for action space {action_space}")
         return
-    write = make_obs_writer(action_space)
+    write = make_action_writer(action_space)
     per_env = split_actions(action_space, actions, 0, num_actions(action_space, actions))
     for i in range(len(per_env)):
         try:
             write(buffer, i, per_env[i])
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise ValueError(f"action {i} does not fit action space {action_space}: {exc}") from None
 
 

@@ -33,7 +33,7 @@ from vecenv.spaces import (
     buffer_as_obs_dict,
     check_for_nested_spaces,
     create_batch_buffer,
-    make_obs_writer,
+    make_action_writer,
     num_actions,
     obs_space_info,
     split_actions,
@@ -131,7 +131,8 @@ class WorkerVecEnv(VecEnv):
                     np.zeros((num_envs,), dtype=np.float32),
                     np.zeros((num_envs,), dtype=bool),
                 )
-            self._obs_buffer, self._rewards, self._dones = buffers
+            self._obs_buffer: Any = buffers[0]
+            self._rewards, self._dones = buffers[1], buffers[2]
             self._slices: list[tuple[int, int]] = []
             self._owner: list[tuple[int, int]] = []  # env index -> (worker index, local index)
             for w, worker in enumerate(self._workers):
@@ -146,7 +147,7 @@ class WorkerVecEnv(VecEnv):
             self.batch_size = num_envs
             self._in_flight: dict[int, tuple[Command, list[int]]] = {}  # worker -> (command, env ids)
             self._ready: dict[int, dict[str, Any]] = {}  # env id -> info, results not yet returned
-            self._write_action = make_obs_writer(action_space)
+            self._write_action = make_action_writer(action_space)
             self.actions: Any = None
             super().__init__(num_envs, observation_space, action_space)
         except BaseException:
@@ -309,20 +310,27 @@ class WorkerVecEnv(VecEnv):
                 f"the workers of envs {busy} are still stepping envs sent earlier: recv() them before sending again"
             )
         per_env = split_actions(space, actions, 0, len(ids))
+        # place every action first (a bad one raises before anything is sent), then send
+        requests: list[tuple[int, Any, list[int]]] = []
         for w, items in by_worker.items():
-            worker, (start, _) = self._workers[w], self._slices[w]
+            start = self._slices[w][0]
             locals_ = [local for _, local in items]
+            group_actions: list[Any] | None = None
             if self._action_buffer is not None:
                 for position, local in items:
-                    self._write_action(self._action_buffer, start + local, per_env[position])
-                worker.send(Command.STEP, (None, locals_))
+                    try:
+                        self._write_action(self._action_buffer, start + local, per_env[position])
+                    except (ValueError, TypeError, KeyError, IndexError) as exc:
+                        raise ValueError(f"action {position} (env {ids[position]}): {exc}") from None
             else:
-                group_actions: list[Any] = [None] * len(worker.env_indices)
+                group_actions = [None] * len(self._workers[w].env_indices)
                 for position, local in items:
                     group_actions[local] = per_env[position]
-                worker.send(Command.STEP, (group_actions, locals_))
-            self._in_flight[w] = (Command.STEP, [start + local for local in locals_])
-        self._state = AsyncState.PARTIAL
+            requests.append((w, group_actions, locals_))
+        for w, group_actions, locals_ in requests:
+            self._workers[w].send(Command.STEP, (group_actions, locals_))
+            self._in_flight[w] = (Command.STEP, [self._slices[w][0] + local for local in locals_])
+            self._state = AsyncState.PARTIAL
 
     def recv(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
         """Wait until at least :attr:`batch_size` envs have results (or all envs in flight), return them.
@@ -341,7 +349,12 @@ class WorkerVecEnv(VecEnv):
         while len(self._ready) < target:
             w = self._wait_any()
             command, ids = self._in_flight.pop(w)
-            result = self._workers[w].recv()
+            try:
+                result = self._workers[w].recv()
+            except BaseException:
+                if not self._in_flight and not self._ready:
+                    self._state = AsyncState.IDLE
+                raise
             start, stop = self._slices[w]
             if command is Command.RESET:
                 self.reset_infos[start:stop] = result
@@ -396,7 +409,15 @@ class WorkerVecEnv(VecEnv):
             return
         self._closed = True
         self._state = AsyncState.IDLE
-        self._finalizer()
+        self._in_flight.clear()
+        self._ready.clear()
+        try:
+            self._finalizer()
+        finally:
+            # drop the batch buffers: for worker processes they map shared memory, released with them
+            self._obs_buffer = None
+            self._action_buffer = None
+            self._rewards = self._dones = np.zeros((0,))
 
     # --- calls on sub-envs --------------------------------------------------------------------------
 

@@ -400,4 +400,5 @@ class SubprocWorker(Worker):
             process.kill()
             process.join()
         self.conn.close()
+        self._buffers = None
         return error

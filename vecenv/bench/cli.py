@@ -1,0 +1,293 @@
+"""The ``vecenv bench`` command (also ``python benchmarks/run_bench.py`` and ``python -m vecenv.bench``).
+
+:func:`add_bench_parser` adds the ``bench`` sub-command to the ``vecenv`` parser and :func:`cmd_bench` runs
+it; :func:`main` is a stand-alone entry point with the same options. Missing pandas / matplotlib print
+one line ``vecenv: error: ...`` naming the ``bench`` extra and exit with status 2; the exit status is 1
+when a case failed, else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from vecenv.bench.workloads import WORKLOADS
+
+__all__ = ["add_arguments", "add_bench_parser", "build_parser", "cmd_bench", "main"]
+
+EXIT_USAGE = 2
+EXIT_CASE_FAILED = 1
+DEFAULT_OUTPUT_DIR = "benchmarks/results"
+#: Settings of a normal run and of ``--quick`` (used for options not given on the command line).
+NORMAL = {"num_envs": [1, 4, 16, 64], "repeats": 5, "seconds": 0.5, "warmup": 0.2}
+QUICK = {"num_envs": [1, 4], "repeats": 2, "seconds": 0.05, "warmup": 0.02}
+
+DESCRIPTION = """\
+Measure env-steps/s, start-up time and memory of vecenv's DummyVecEnv and SubprocVecEnv against
+Stable-Baselines3's and Gymnasium's vector envs and a plain in-process loop, on three workloads
+(cartpole: CartPole-v1; image: 84x84x4 uint8 observations, cheap step; cpu: ~200 us of Python CPU per
+step). Prints a Markdown table and writes bench.json, bench.md and bench.png to the output directory.
+Each case runs in a fresh Python process. SB3 backends need stable-baselines3 and torch, and are
+skipped (with a note) without them."""
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _csv(convert: Any, what: str) -> Any:
+    def parse(text: str) -> list[Any]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, got {text!r}")
+        try:
+            return [convert(item) for item in items]
+        except (ValueError, KeyError) as exc:
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list of {what}, got {text!r}: {exc}"
+            ) from None
+
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    value = int(text.replace("_", ""))
+    if value < 1:
+        raise ValueError(f"{value} is not positive")
+    return value
+
+
+def _positive_int_arg(text: str) -> int:
+    try:
+        return _positive_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _workload(text: str) -> str:
+    if text not in WORKLOADS:
+        raise ValueError(f"unknown workload {text!r} (choose from {', '.join(WORKLOADS)})")
+    return text
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``vecenv bench`` to ``parser``."""
+    parser.add_argument(
+        "--workloads",
+        "-w",
+        type=_csv(_workload, "workloads"),
+        default=list(WORKLOADS),
+        metavar="LIST",
+        help=f"comma-separated workloads among {','.join(WORKLOADS)} (default: all)",
+    )
+    parser.add_argument(
+        "--num-envs",
+        "-n",
+        type=_csv(_positive_int, "positive integers"),
+        default=None,
+        metavar="LIST",
+        help="comma-separated numbers of envs (default: 1,4,16,64; --quick: 1,4)",
+    )
+    parser.add_argument(
+        "--backends",
+        "-b",
+        type=_csv(str, "backend names"),
+        default=None,
+        metavar="LIST",
+        help="comma-separated backends (default: every available one; see --list-backends)",
+    )
+    parser.add_argument(
+        "--n-workers",
+        type=_csv(_positive_int, "positive integers"),
+        default=[1, 4],
+        metavar="LIST",
+        help="n_workers of the extra vecenv-subproc-w<K> variants, when SubprocVecEnv supports it (default: 1,4)",
+    )
+    parser.add_argument(
+        "--repeats",
+        "-r",
+        type=_positive_int_arg,
+        default=None,
+        metavar="R",
+        help="timed repeats per case; the median is reported (default: 5; --quick: 2)",
+    )
+    parser.add_argument(
+        "--seconds",
+        "-s",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="target duration of one repeat, in seconds (default: 0.5; --quick: 0.05)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="warm-up before timing, in seconds (default: 0.2; --quick: 0.02)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        "-o",
+        default=DEFAULT_OUTPUT_DIR,
+        metavar="DIR",
+        help="where to write bench.json, bench.md and bench.png (default: %(default)s)",
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny settings (N=1,4, short repeats), for smoke tests")
+    parser.add_argument(
+        "--cpu-us",
+        type=_positive_float,
+        default=200.0,
+        metavar="US",
+        help="CPU time per step of the cpu workload, in microseconds (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--case-timeout",
+        type=_positive_float,
+        default=300.0,
+        metavar="S",
+        help="kill a case that takes longer than this, in seconds (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--no-preload",
+        dest="preload",
+        action="store_false",
+        help="do not preload the backend's library in the forkserver: every worker imports it itself "
+        "(SB3 workers then each import torch; sb3-subproc is skipped where that would not fit in memory)",
+    )
+    parser.add_argument(
+        "--in-process",
+        dest="isolate",
+        action="store_false",
+        help="run every case in this process instead of a fresh process per case (faster, less isolated)",
+    )
+    parser.add_argument("--list-backends", action="store_true", help="list the backends and whether they can run")
+    parser.set_defaults(handler=cmd_bench)
+
+
+def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``bench`` sub-command to the ``vecenv`` command's sub-parsers; returns its parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "bench",
+        help="benchmark vecenv against Stable-Baselines3, Gymnasium and a plain loop",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    return parser
+
+
+def build_parser(prog: str = "vecenv bench") -> argparse.ArgumentParser:
+    """A stand-alone parser with the options of ``vecenv bench``."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_arguments(parser)
+    return parser
+
+
+def _pick(args: argparse.Namespace, name: str) -> Any:
+    value = getattr(args, name, None)
+    if value is not None:
+        return value
+    return (QUICK if args.quick else NORMAL)[name]
+
+
+def _list_backends(n_workers: Sequence[int]) -> int:
+    from vecenv.bench.runner import backend_spec, default_backend_names
+
+    for name in default_backend_names(n_workers):
+        spec = backend_spec(name)
+        reason = spec.unavailable_reason()
+        status = "available" if reason is None else f"unavailable: {reason}"
+        print(f"{name:<22} {spec.label} [{status}]")
+    return 0
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from vecenv.bench.runner import BenchConfig, backend_spec
+
+    backends = args.backends
+    if backends is not None:
+        if backends == ["all"]:
+            backends = None
+        else:
+            for name in backends:
+                try:
+                    backend_spec(name)
+                except KeyError:
+                    from vecenv.bench.runner import default_backend_names
+
+                    known = ", ".join(default_backend_names(args.n_workers))
+                    raise _UsageError(
+                        f"unknown backend {name!r}: choose from {known}, vecenv-subproc-w<K>, or all"
+                    ) from None
+    return BenchConfig(
+        workloads=list(dict.fromkeys(args.workloads)),
+        num_envs=sorted(set(_pick(args, "num_envs"))),
+        backends=list(dict.fromkeys(backends)) if backends is not None else None,
+        n_workers=list(dict.fromkeys(args.n_workers)),
+        repeats=_pick(args, "repeats"),
+        seconds=_pick(args, "seconds"),
+        warmup_seconds=_pick(args, "warmup"),
+        cpu_us=args.cpu_us,
+        isolate=args.isolate,
+        preload=args.preload,
+        case_timeout=args.case_timeout,
+    )
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run ``vecenv bench`` with parsed ``args``; print the table; return the exit status.
+
+    :return: 0, 1 if a case failed, 2 for a usage error or a missing dependency (one line on stderr).
+    """
+    from vecenv.bench.report import BenchDependencyError, require
+
+    if args.list_backends:
+        return _list_backends(args.n_workers)
+    try:
+        require("pandas")
+        require("matplotlib")
+        config = _config(args)
+    except (BenchDependencyError, _UsageError) as exc:
+        print(f"vecenv: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from vecenv.bench.report import write_outputs
+    from vecenv.bench.runner import run_benchmark
+
+    run = run_benchmark(config)
+    outputs = write_outputs(run, args.output_dir)
+    print(outputs["table"])
+    print()
+    print(outputs["targets_table"])
+    for note in run.notes:
+        print(f"note: {note}")
+    failed = [r for r in run.records if r.get("status") != "ok"]
+    for record in failed:
+        print(f"error: {record['workload']} N={record['num_envs']} {record['backend']}: {record.get('error')}")
+    print(f"wrote {outputs['json']}, {outputs['markdown']} and {outputs['png']} ({run.wall_s:.0f} s)")
+    return EXIT_CASE_FAILED if failed else 0
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "vecenv bench") -> int:
+    """Stand-alone ``vecenv bench``: parse ``argv``, run, return the exit status (130 on Ctrl-C)."""
+    args = build_parser(prog).parse_args(argv)
+    try:
+        return cmd_bench(args)
+    except KeyboardInterrupt:
+        print("vecenv: interrupted", file=sys.stderr)
+        return 130
