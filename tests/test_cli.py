@@ -111,6 +111,12 @@ def _reference_stats(env_id: str, n: int, steps: int, seed: int, env_kwargs: dic
     return stats
 
 
+def _subproc_backend(start_method: str, num_envs: int, n_workers: int | None = None) -> str:
+    """The backend line of a subproc run: start method and worker count (default: one per core, at most N)."""
+    workers = n_workers if n_workers is not None else min(num_envs, len(os.sched_getaffinity(0)))
+    return f"subproc ({start_method}, {min(workers, num_envs)} workers)"
+
+
 def _check_summary(summary: dict[str, str], env_id: str, n: int, steps: int, backend: str) -> None:
     """Header lines of a summary: env id, backend, env count, rounded-up env steps, well-formed timings."""
     assert summary["env_id"] == env_id
@@ -172,7 +178,7 @@ def test_python_m_vecenv_subproc_matches_reference():
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     summary = _parse_summary(result.stdout)
-    _check_summary(summary, "CartPole-v1", 2, 400, f"subproc ({DEFAULT_START_METHOD})")
+    _check_summary(summary, "CartPole-v1", 2, 400, _subproc_backend(DEFAULT_START_METHOD, 2))
     assert _stats(summary) == _reference_stats("CartPole-v1", 2, 400, 3)
 
 
@@ -278,7 +284,7 @@ def test_run_env_ids(capsys, env_id, n, steps, backend, return_range, max_length
     assert code == 0, err
     assert err == ""
     summary = _parse_summary(out)
-    expected_backend = "dummy" if backend == "dummy" else f"subproc ({DEFAULT_START_METHOD})"
+    expected_backend = "dummy" if backend == "dummy" else _subproc_backend(DEFAULT_START_METHOD, n)
     _check_summary(summary, env_id, n, steps, expected_backend)
     episodes = int(summary["episodes"])
     assert episodes >= 1
@@ -304,7 +310,7 @@ def test_dummy_and_subproc_print_same_statistics(capsys):
     assert (code_d, code_s) == (0, 0), err_d + err_s
     dummy, subproc = _parse_summary(out_d), _parse_summary(out_s)
     assert dummy["backend"] == "dummy"
-    assert subproc["backend"] == f"subproc ({DEFAULT_START_METHOD})"
+    assert subproc["backend"] == _subproc_backend(DEFAULT_START_METHOD, 3)
     for key in ("env_id", "num_envs", "env_steps", *STAT_KEYS):
         assert dummy[key] == subproc[key], key
     assert int(dummy["episodes"]) > 0
@@ -316,7 +322,7 @@ def test_defaults(capsys):
     code, out, err = _run_main(capsys, "run", "--steps", "16")
     assert code == 0, err
     summary = _parse_summary(out)
-    _check_summary(summary, "CartPole-v1", 8, 16, f"subproc ({DEFAULT_START_METHOD})")
+    _check_summary(summary, "CartPole-v1", 8, 16, _subproc_backend(DEFAULT_START_METHOD, 8))
     assert _stats(summary) == _reference_stats("CartPole-v1", 8, 16, 0)
 
 
@@ -391,7 +397,7 @@ def test_start_method_option(capsys):
     )
     assert code == 0, err
     summary = _parse_summary(out)
-    _check_summary(summary, "CartPole-v1", 2, 100, "subproc (spawn)")
+    _check_summary(summary, "CartPole-v1", 2, 100, _subproc_backend("spawn", 2))
     assert _stats(summary) == _reference_stats("CartPole-v1", 2, 100, 5)
 
 
@@ -622,3 +628,22 @@ def test_run_save_and_load_normalize(capsys, tmp_path):
     path.write_bytes(path.read_bytes()[:100])  # truncated
     line = _assert_one_line_error(*_run_main(capsys, *args, "--load-normalize", str(path)))
     assert "norm.npz" in line
+
+
+def test_run_n_workers(capsys):
+    """``--n-workers W`` runs W worker processes (shown in the summary) with the same statistics as dummy."""
+    args = ("run", "CartPole-v1", "-n", "3", "--steps", "300", "--seed", "2")
+    code, out, err = _run_main(capsys, *args, "--n-workers", "3")
+    assert code == 0, err
+    summary = _parse_summary(out)
+    assert summary["backend"] == _subproc_backend(DEFAULT_START_METHOD, 3, n_workers=3)
+    assert _stats(summary) == _reference_stats("CartPole-v1", 3, 300, 2)
+
+
+def test_save_normalize_into_missing_folder_fails_before_running(capsys, tmp_path):
+    """``--save-normalize`` into a folder that does not exist: one error line before any env is stepped."""
+    line = _assert_one_line_error(
+        *_run_main(capsys, "run", "-n", "2", "--steps", "10", "-b", "dummy",
+                   "--save-normalize", str(tmp_path / "missing" / "n.npz"))
+    )  # fmt: skip
+    assert "does not exist" in line

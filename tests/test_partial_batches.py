@@ -493,3 +493,28 @@ def test_state_after_partial_error_with_nothing_in_flight(build, variant, kwargs
     with pytest.raises(vecenv.NoAsyncCallError):
         venv.recv()
     assert venv.get_attr("offset") == [0, 1]
+
+
+@pytest.mark.parametrize("method", ["async_reset", "send", "recv"])
+def test_wrappers_refuse_partial_batches(method):
+    """A wrapper never lets partial batches bypass it silently: NotImplementedError naming the wrapper."""
+    import gymnasium as gym
+
+    venv = vecenv.VecNormalize(vecenv.DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    args = {"async_reset": (), "send": (np.zeros(1, dtype=np.int64), [0]), "recv": ()}[method]
+    with pytest.raises(NotImplementedError, match=rf"VecNormalize does not support partial batches \({method}\)"):
+        getattr(venv, method)(*args)
+    venv.close()
+
+
+def test_batch_size_attribute_is_validated():
+    """Setting ``batch_size`` outside 1..num_envs is a ValueError (as in the constructor)."""
+    import gymnasium as gym
+
+    venv = vecenv.DummyVecEnv([lambda: gym.make("CartPole-v1") for _ in range(2)])
+    for bad in (0, 3, 1.5, True):
+        with pytest.raises(ValueError, match="batch_size"):
+            venv.batch_size = bad
+    venv.batch_size = 1
+    assert venv.batch_size == 1
+    venv.close()

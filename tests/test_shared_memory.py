@@ -462,7 +462,8 @@ def test_shared_block_is_anonymous(start_method):
         for process in venv.processes:
             maps = mapped_paths(process.pid)
             assert "memfd:vecenv-batch" in maps
-            assert "/dev/shm/" not in maps
+            # (with fork, a worker inherits the parent's mappings, e.g. multiprocessing semaphores: not ours)
+            assert not [line for line in maps.splitlines() if "/dev/shm/" in line and "/dev/shm/sem." not in line]
     finally:
         venv.close()
     assert dev_shm() == before
@@ -477,3 +478,17 @@ def test_no_shared_block_without_shared_memory():
             assert "memfd:vecenv-batch" not in mapped_paths(process.pid)
     finally:
         venv.close()
+
+
+def test_box_actions_are_never_reordered():
+    """A Box(2, 3) action batch given as (n, 3, 2) has the right size but the wrong shape: ValueError, not a reshape."""
+    from gymnasium import spaces
+
+    from vecenv.spaces import write_actions
+
+    space = spaces.Box(-1, 1, (2, 3), np.float32)
+    buffer = np.zeros((2, 2, 3), np.float32)
+    with pytest.raises(ValueError, match=r"must have shape \(2, 2, 3\), got shape \(2, 3, 2\)"):
+        write_actions(space, buffer, np.ones((2, 3, 2)))
+    write_actions(space, buffer, np.ones((2, 2, 3, 1)))  # only length-1 axes may differ
+    assert (buffer == 1).all()

@@ -117,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="multiprocessing start method for the subproc backend (default: forkserver, else spawn)",
     )
     run.add_argument(
+        "--n-workers",
+        type=_positive_int,
+        default=None,
+        metavar="W",
+        help="worker processes for the subproc backend (default: one per CPU core, at most N)",
+    )
+    run.add_argument(
         "--monitor",
         metavar="DIR",
         default=None,
@@ -144,7 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="record a video of the first --video-length steps into DIR (VecVideoRecorder, MP4 via OpenCV)",
     )
     run.add_argument(
-        "--video-length", type=_positive_int, default=200, metavar="N", help="frames per video (default: %(default)s)"
+        "--video-length",
+        type=_positive_int,
+        default=200,
+        metavar="N",
+        help="steps per video; the video holds N+1 frames, as SB3's (default: %(default)s)",
     )
     run.add_argument(
         "--check-nan", action="store_true", help="raise at the first NaN/inf in actions, observations or rewards"
@@ -250,6 +261,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     vec_env_kwargs: dict[str, Any] = {}
     if args.backend == "subproc" and args.start_method is not None:
         vec_env_kwargs["start_method"] = args.start_method
+    if args.backend == "subproc" and args.n_workers is not None:
+        vec_env_kwargs["n_workers"] = args.n_workers
+    if args.save_normalize is not None:
+        folder = os.path.dirname(os.path.abspath(args.save_normalize))
+        if not os.path.isdir(folder):
+            raise UsageError(f"--save-normalize {args.save_normalize!r}: folder {folder!r} does not exist")
     vec_env_cls = SubprocVecEnv if args.backend == "subproc" else DummyVecEnv
     try:
         venv = make_vec_env(
@@ -295,7 +312,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         venv.close()
 
     base = venv.unwrapped
-    backend = args.backend + (f" ({base.start_method})" if isinstance(base, SubprocVecEnv) else "")
+    backend = args.backend
+    if isinstance(base, SubprocVecEnv):
+        backend += f" ({base.start_method}, {base.n_workers} workers)"
     summary: dict[str, Any] = {
         "env_id": args.env_id,
         "backend": backend,

@@ -105,13 +105,14 @@ def is_shareable(buffer: Any) -> bool:
 
 
 def _store_exact(dst: np.ndarray, value: Any, what: str) -> None:
-    """Copy ``value`` into ``dst`` (cast to its dtype) if it has ``dst``'s shape or the same number of elements.
+    """Copy ``value`` into ``dst`` (cast to its dtype) if it has ``dst``'s shape up to axes of length 1.
 
-    Never broadcasts: a value of another size is a :class:`ValueError` naming both shapes.
+    Never broadcasts nor reorders: e.g. ``(n, 1)`` fits ``(n,)``, but ``(3, 2)`` does not fit ``(2, 3)``;
+    anything else is a :class:`ValueError` naming both shapes.
     """
     array = np.asarray(value)
     if array.shape != dst.shape:
-        if array.size != dst.size:
+        if array.size != dst.size or array.squeeze().shape != dst.squeeze().shape:
             raise ValueError(f"{what} must have shape {dst.shape}, got shape {array.shape}")
         array = array.reshape(dst.shape)
     np.copyto(dst, array, casting="unsafe")

@@ -77,6 +77,12 @@ def _gather(workers: Sequence[Worker]) -> list[Any]:
     return _call_all([worker.recv for worker in workers])
 
 
+def _checked_batch_size(value: Any, num_envs: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= num_envs:
+        raise ValueError(f"batch_size must be an integer in 1..{num_envs} (num_envs), got {value!r}")
+    return int(value)
+
+
 def _check_env_fns(env_fns: Sequence[Callable[[], gym.Env]]) -> list[Callable[[], gym.Env]]:
     if isinstance(env_fns, (str, bytes)) or not isinstance(env_fns, Sequence):
         raise TypeError(
@@ -143,8 +149,7 @@ class WorkerVecEnv(VecEnv):
                     batch_slice(self._obs_buffer, start, stop), self._rewards[start:stop], self._dones[start:stop]
                 )
             self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
-            #: minimum number of envs :meth:`recv` returns (EnvPool's ``batch_size``)
-            self.batch_size = num_envs
+            self._batch_size = num_envs
             self._in_flight: dict[int, tuple[Command, list[int]]] = {}  # worker -> (command, env ids)
             self._ready: dict[int, dict[str, Any]] = {}  # env id -> info, results not yet returned
             self._write_action = make_action_writer(action_space)
@@ -256,6 +261,15 @@ class WorkerVecEnv(VecEnv):
 
     # --- partial batches (EnvPool's send / recv contract) --------------------------------------------
 
+    @property
+    def batch_size(self) -> int:
+        """Minimum number of envs :meth:`recv` returns (EnvPool's ``batch_size``); ``1..num_envs``."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        self._batch_size = _checked_batch_size(value, self.num_envs)
+
     def async_reset(self) -> None:
         """Start resetting every env; collect first observations with :meth:`recv` (EnvPool's ``async_reset``).
 
@@ -304,10 +318,10 @@ class WorkerVecEnv(VecEnv):
                 raise AlreadyPendingCallError(f"env {env_id} has a result that recv() has not returned yet")
             w, local = self._owner[env_id]
             by_worker.setdefault(w, []).append((position, local))
-        busy = [self._workers[w].env_indices for w in by_worker if w in self._in_flight]
+        busy = [env_id for w in by_worker if w in self._in_flight for env_id in self._workers[w].env_indices]
         if busy:
             raise AlreadyPendingCallError(
-                f"the workers of envs {busy} are still stepping envs sent earlier: recv() them before sending again"
+                f"the workers running envs {busy} are still stepping envs sent earlier: recv() them before sending"
             )
         per_env = split_actions(space, actions, 0, len(ids))
         # place every action first (a bad one raises before anything is sent), then send
@@ -583,14 +597,8 @@ class SubprocVecEnv(WorkerVecEnv):
         if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
             raise ValueError(f"n_workers must be a positive integer or None, got {n_workers!r}")
         n_workers = min(int(n_workers), len(env_fns))
-        if batch_size is not None and (
-            isinstance(batch_size, bool)
-            or not isinstance(batch_size, (int, np.integer))
-            or not 1 <= batch_size <= len(env_fns)
-        ):
-            raise ValueError(
-                f"batch_size must be None or an integer in 1..{len(env_fns)} (num envs), got {batch_size!r}"
-            )
+        if batch_size is not None:
+            batch_size = _checked_batch_size(batch_size, len(env_fns))  # before any process starts
         if start_method is None:
             start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         ctx = mp.get_context(start_method)

@@ -92,6 +92,25 @@ class VecEnvWrapper(VecEnv):
     def unwrapped(self) -> VecEnv:
         return self.venv.unwrapped
 
+    def _no_partial_batches(self, name: str) -> NotImplementedError:
+        return NotImplementedError(
+            f"{type(self).__name__} does not support partial batches ({name}): wrappers transform full "
+            "batches only (step_async/step_wait). Call it on the base vector env (venv.unwrapped), "
+            "knowing that no wrapper will see those steps."
+        )
+
+    def async_reset(self) -> None:
+        """Not supported through wrappers: :class:`NotImplementedError` (instead of silently bypassing the wrapper)."""
+        raise self._no_partial_batches("async_reset")
+
+    def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
+        """Not supported through wrappers: :class:`NotImplementedError` (instead of silently bypassing the wrapper)."""
+        raise self._no_partial_batches("send")
+
+    def recv(self) -> Any:
+        """Not supported through wrappers: :class:`NotImplementedError` (instead of silently bypassing the wrapper)."""
+        raise self._no_partial_batches("recv")
+
     def __getattr__(self, name: str) -> Any:
         """Find ``name`` down the wrapper stack; :class:`AttributeError` if the lookup is ambiguous."""
         if name.startswith("__") or name in ("venv", "class_attributes"):
