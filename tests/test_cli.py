@@ -647,3 +647,19 @@ def test_save_normalize_into_missing_folder_fails_before_running(capsys, tmp_pat
                    "--save-normalize", str(tmp_path / "missing" / "n.npz"))
     )  # fmt: skip
     assert "does not exist" in line
+
+
+def test_missing_render_dependency_is_a_user_error(capsys, tmp_path, monkeypatch):
+    """A render dependency missing at run time (pygame for --video): one error line naming it, exit 2."""
+    from gymnasium.envs.classic_control import cartpole
+
+    def render_without_pygame(self):
+        raise gym.error.DependencyNotInstalled(
+            'pygame is not installed, run `pip install "gymnasium[classic-control]"`'
+        )
+
+    monkeypatch.setattr(cartpole.CartPoleEnv, "render", render_without_pygame)
+    line = _assert_one_line_error(
+        *_run_main(capsys, "run", "-n", "2", "--steps", "10", "-b", "dummy", "--video", str(tmp_path))
+    )
+    assert "pygame" in line

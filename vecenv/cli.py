@@ -366,6 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"vecenv: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except gym.error.DependencyNotInstalled as exc:  # e.g. pygame for rendering frames with --video
+        print(f"vecenv: error: an optional dependency is not installed: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("vecenv: interrupted", file=sys.stderr)
         return 130
