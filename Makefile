@@ -7,7 +7,7 @@ DEPS := setup.cfg setup.py pyproject.toml
 
 SB3_VENV ?= .venv-sb3
 
-.PHONY: demo test test-sb3 lint type check clean
+.PHONY: demo test test-sb3 bench lint type check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,18 @@ $(SB3_VENV)/.installed: $(DEPS)
 test-sb3: $(SB3_VENV)/.installed
 	$(SB3_VENV)/bin/python -m pytest -m sb3
 
+BENCH_VENV ?= .venv-bench
+
+$(BENCH_VENV)/.installed: $(DEPS)
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0
+	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[bench]"
+	touch $@
+
+## bench: vecenv vs SB3 vs Gymnasium vs a plain loop (venv with torch 2.13.0 CPU); writes benchmarks/results/
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/vecenv bench --output-dir benchmarks/results
+
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
 
@@ -48,4 +60,4 @@ type: $(VENV)/.test-installed
 check: test lint type
 
 clean:
-	rm -rf $(VENV) $(SB3_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SB3_VENV) $(BENCH_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -181,6 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument("--title", default=None, help="figure title")
     plot.set_defaults(handler=cmd_plot)
+
+    from vecenv.bench.cli import add_bench_parser  # light: imports pandas/matplotlib only when run
+
+    add_bench_parser(sub)
     return parser
 
 

@@ -62,6 +62,7 @@ COLUMNS = [
     "pss_mib",
     "processes",
     "wall_s",
+    "load_avg_1m",
     "spread_pct",
     "x_sb3_subproc",
     "x_plain",
@@ -452,10 +453,15 @@ def plot(df: Any, path: str | os.PathLike[str], title: str | None = None) -> Non
             if row == 0:
                 ax.set_title(workload)
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(5, len(handles)))
+        names = [backend for backend in backends if backend in handles]
+        artists, ncol = [handles[name] for name in names], min(5, len(names))
+        try:
+            fig.legend(artists, names, loc="outside lower center", ncol=ncol)
+        except ValueError:  # matplotlib < 3.7: no "outside" locations
+            fig.legend(artists, names, loc="lower center", ncol=ncol, bbox_to_anchor=(0.5, -0.08))
     if title:
         fig.suptitle(title)
-    fig.savefig(os.fspath(path), dpi=110)
+    fig.savefig(os.fspath(path), dpi=110, bbox_inches="tight")
 
 
 # --- outputs --------------------------------------------------------------------------------------

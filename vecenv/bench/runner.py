@@ -432,6 +432,7 @@ def run_case(case: Case) -> dict[str, Any]:
         "n_workers": spec.n_workers,
         "status": "ok",
         "error": None,
+        "load_avg_1m": _load_1m(),
     }
     wall_start = time.perf_counter()
     backend: BenchBackend | None = None
@@ -735,6 +736,11 @@ def run_benchmark(config: BenchConfig, progress: bool = True) -> BenchRun:
     records = [record for _, record in iter_results(cases, config, progress)]
     machine["load_average_end"] = _load_average()
     return BenchRun(records, machine, settings, notes, time.perf_counter() - start)
+
+
+def _load_1m() -> float | None:
+    load = _load_average()
+    return None if load is None else load[0]
 
 
 def _load_average() -> list[float] | None:

@@ -1,0 +1,469 @@
+"""``vecenv bench``: workloads, the plain-loop baseline and adapters, derived ratios and targets, and a tiny
+end-to-end run (JSON that parses back, a PNG that decodes). No timing assertions: the machine may be busy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+import vecenv
+from vecenv.bench import memory
+from vecenv.bench.runner import (
+    BenchConfig,
+    Case,
+    GymVectorAdapter,
+    PlainLoop,
+    VecEnvAdapter,
+    backend_spec,
+    plan_cases,
+    run_case,
+    run_case_isolated,
+    time_steps,
+    vecenv_supports_n_workers,
+    warm_up,
+)
+from vecenv.bench.workloads import (
+    CPU_ENV_ID,
+    IMAGE_ENV_ID,
+    WORKLOADS,
+    CpuEnv,
+    ImageEnv,
+    WorkloadFactory,
+    calibrate_cpu_iterations,
+)
+
+
+class CountingEnv(gym.Env):
+    """Counts steps and resets; episodes last ``episode_length`` steps; records the actions it got."""
+
+    def __init__(self, episode_length: int = 3) -> None:
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(5)
+        self.episode_length = episode_length
+        self.steps = 0
+        self.resets = 0
+        self.actions: list[int] = []
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.resets += 1
+        self._t = 0
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.steps += 1
+        self._t += 1
+        self.actions.append(int(action))
+        return np.zeros(2, dtype=np.float32), 1.0, self._t >= self.episode_length, False, {}
+
+
+# --- workloads -------------------------------------------------------------------------------------
+
+
+def test_image_env_observations() -> None:
+    env = ImageEnv(episode_length=5)
+    obs, info = env.reset(seed=3)
+    assert obs.shape == (84, 84, 4) and obs.dtype == np.uint8 and info == {}
+    assert env.observation_space.contains(obs)
+    assert isinstance(env.action_space, spaces.Discrete) and env.action_space.n == 4
+    previous = obs
+    for t in range(1, 6):
+        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs)
+        assert obs is not previous and not np.shares_memory(obs, previous)  # a fresh array per step
+        assert reward in (0.0, 1.0) and not terminated
+        assert truncated == (t == 5)
+        previous = obs
+    assert env.render().shape == (84, 84, 3)
+
+
+def test_image_env_is_deterministic_given_seed() -> None:
+    a, b = ImageEnv(), ImageEnv()
+    np.testing.assert_array_equal(a.reset(seed=1)[0], b.reset(seed=1)[0])
+    for action in (0, 3, 1):
+        np.testing.assert_array_equal(a.step(action)[0], b.step(action)[0])
+
+
+def test_cpu_env_runs_and_returns_valid_obs() -> None:
+    env = CpuEnv(iterations=50, episode_length=4)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    for t in range(1, 5):
+        obs, reward, terminated, truncated, _ = env.step(t % 2)
+        assert env.observation_space.contains(obs) and obs.dtype == np.float32
+        assert reward == 1.0 and not terminated and truncated == (t == 4)
+
+
+def test_calibration_gives_a_positive_iteration_count() -> None:
+    iterations = calibrate_cpu_iterations(20.0, trials=2)
+    assert isinstance(iterations, int) and iterations >= 1
+    with pytest.raises(ValueError):
+        calibrate_cpu_iterations(0)
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_workload_factories_are_picklable_and_make_registered_envs(name: str) -> None:
+    factory = WORKLOADS[name].factory(cpu_iterations=10)
+    env = pickle.loads(pickle.dumps(factory))()
+    try:
+        obs, _ = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        obs, *_ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs)
+    finally:
+        env.close()
+    assert WORKLOADS["cpu"].factory(cpu_iterations=7) == WorkloadFactory(CPU_ENV_ID, {"iterations": 7})
+    assert WORKLOADS["image"].factory().env_id == IMAGE_ENV_ID
+
+
+def test_workload_envs_pass_gymnasium_env_checker() -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(ImageEnv(), skip_render_check=True)
+    check_env(CpuEnv(iterations=10), skip_render_check=True)
+
+
+# --- plain loop, adapters, timing ------------------------------------------------------------------
+
+
+def test_plain_loop_counts_steps_and_resets_finished_envs() -> None:
+    n, iterations = 3, 10
+    loop = PlainLoop([lambda: CountingEnv(episode_length=3)] * n, seed=5)
+    envs: list[CountingEnv] = loop.envs  # type: ignore[assignment]
+    assert len({id(env) for env in envs}) == n
+    loop.reset()
+    pool = [loop.prepare(np.array([k, k + 1, k + 2])) for k in range(2)]
+    assert pool[0] == [0, 1, 2]
+    elapsed = time_steps(loop, pool, iterations)
+    assert elapsed > 0
+    for i, env in enumerate(envs):
+        assert env.steps == iterations
+        assert env.resets == 1 + iterations // 3  # the first reset, then one per finished episode
+        assert env.actions == [pool[t % 2][i] for t in range(iterations)]  # actions cycle through the pool
+    loop.close()
+
+
+def test_warm_up_returns_the_last_chunk() -> None:
+    loop = PlainLoop([CountingEnv], seed=0)
+    loop.reset()
+    chunk, elapsed = warm_up(loop, [loop.prepare(np.array([1]))], seconds=0.0)
+    assert chunk == 2 and elapsed > 0  # two chunks at least: 1 then 2 steps
+    env: CountingEnv = loop.envs[0]  # type: ignore[assignment]
+    assert env.steps == 3
+
+
+@pytest.mark.parametrize("kind", ["vecenv", "gym"])
+def test_adapters_step_every_env(kind: str) -> None:
+    n, iterations = 2, 7
+    env_fns = [lambda: CountingEnv(episode_length=4)] * n
+    backend: Any
+    if kind == "vecenv":
+        venv = vecenv.DummyVecEnv(env_fns)
+        backend, envs = VecEnvAdapter(venv, seed=0), venv.envs
+    else:
+        gvenv = gym.vector.SyncVectorEnv(env_fns)
+        backend, envs = GymVectorAdapter(gvenv, seed=0), gvenv.envs
+    assert backend.action_space == spaces.Discrete(5)
+    backend.reset()
+    batch = np.array([3, 4])
+    assert backend.prepare(batch) is batch
+    time_steps(backend, [batch], iterations)
+    counted = [env.unwrapped.steps for env in envs]
+    # vecenv resets in the same step; Gymnasium's next-step autoreset spends one step call on the reset
+    assert counted == ([iterations] * n if kind == "vecenv" else [iterations - 1] * n)
+    backend.close()
+
+
+def test_backend_registry() -> None:
+    assert backend_spec("plain").in_process
+    assert not backend_spec("vecenv-subproc").in_process
+    variant = backend_spec("vecenv-subproc-w3")
+    assert variant.n_workers == 3 and variant.library == "vecenv"
+    for bad in ("nope", "vecenv-subproc-w0", "vecenv-subproc-wx"):
+        with pytest.raises(KeyError):
+            backend_spec(bad)
+
+
+def test_plan_skips_duplicate_and_oversized_worker_variants() -> None:
+    config = BenchConfig(workloads=["cartpole"], num_envs=[1, 64], n_workers=[1, 4, 128])
+    cases, notes = plan_cases(config, cpu_iterations=None)
+    planned = {(c.num_envs, c.backend) for c in cases}
+    assert (1, "plain") in planned and (64, "vecenv-dummy") in planned
+    if vecenv_supports_n_workers():
+        assert (1, "vecenv-subproc-w1") not in planned  # the same layout as the default at N=1
+        assert (1, "vecenv-subproc-w4") not in planned  # more workers than envs
+        assert (64, "vecenv-subproc-w4") in planned
+        assert (64, "vecenv-subproc-w128") not in planned
+    else:
+        assert not any(backend.startswith("vecenv-subproc-w") for _, backend in planned)
+        assert any("n_workers" in note for note in notes)
+
+
+# --- one case ---------------------------------------------------------------------------------------
+
+
+def test_run_case_in_process_record() -> None:
+    case = Case("cartpole", 2, "vecenv-dummy", repeats=2, seconds=0.01, warmup_seconds=0.005)
+    record = run_case(case)
+    assert record["status"] == "ok", record.get("error")
+    assert len(record["rates"]) == 2
+    assert record["env_steps_per_s"] == pytest.approx(float(np.median(record["rates"])))
+    assert record["env_steps_per_s_min"] <= record["env_steps_per_s"] <= record["env_steps_per_s_max"]
+    assert record["steps_per_repeat"] >= 1 and record["startup_s"] > 0
+    if sys.platform.startswith("linux"):
+        assert record["peak_rss_mib"] > 10 and record["pss_mib"] > 1
+
+
+def test_run_case_records_an_error() -> None:
+    record = run_case(Case("cartpole", 1, "vecenv-dummy", cpu_iterations=None, repeats=0))
+    assert record["status"] == "error" and "StatisticsError" in record["error"]
+
+
+def test_isolated_case_is_killed_after_its_timeout() -> None:
+    case = Case("cpu", 1, "plain", repeats=1, seconds=60, warmup_seconds=0.01, cpu_iterations=100)
+    start = time.perf_counter()
+    record = run_case_isolated(case, timeout=1.0)
+    assert time.perf_counter() - start < 20
+    assert record["status"] == "error" and "timed out" in record["error"]
+
+
+# --- memory ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_process_tree_includes_children_and_memory_is_positive() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        tree = memory.process_tree() or []
+        while child.pid not in tree and time.monotonic() < deadline:
+            time.sleep(0.05)
+            tree = memory.process_tree() or []
+        assert tree[0] == os.getpid() and child.pid in tree
+        rss, pss = memory.tree_rss_kib(), memory.tree_pss_kib()
+        assert rss is not None and rss > 1000
+        assert pss is None or 0 < pss <= rss
+        with memory.PeakRssSampler(interval=0.01) as sampler:
+            sampler.pause()
+            sampler.resume()
+            assert sampler.sample() is not None
+        assert sampler.peak_kib is not None and sampler.peak_kib > 1000
+    finally:
+        child.kill()
+        child.wait()
+
+
+# --- reports (need pandas / matplotlib: the bench extra) ---------------------------------------------
+
+
+def _record(workload: str, n: int, backend: str, rate: float, **extra: Any) -> dict[str, Any]:
+    spec = backend_spec(backend)
+    record: dict[str, Any] = {
+        "workload": workload,
+        "num_envs": n,
+        "backend": backend,
+        "library": spec.library,
+        "in_process": spec.in_process,
+        "status": "ok",
+        "env_steps_per_s": rate,
+        "env_steps_per_s_min": rate,
+        "env_steps_per_s_max": rate,
+    }
+    record.update(extra)
+    return record
+
+
+def _fake_records() -> list[dict[str, Any]]:
+    return [
+        _record("cartpole", 64, "plain", 1e6, env_steps_per_s_min=0.9e6, env_steps_per_s_max=1.1e6),  # 1 us/step
+        _record("cartpole", 64, "vecenv-dummy", 5e5),  # 2 us/step: 1 us overhead
+        _record("cartpole", 64, "sb3-dummy", 2.5e5),  # 4 us/step: 3 us overhead
+        _record("cartpole", 64, "gym-sync", 8e5),  # 1.25 us/step: 0.25 us overhead
+        _record("cartpole", 64, "vecenv-subproc", 2e6, startup_s=1.5, peak_rss_mib=900.0),
+        _record("cartpole", 64, "sb3-subproc", 1e5),
+        _record("cartpole", 64, "gym-async", 4e5),
+        _record("cartpole", 16, "plain", 1e6),
+        _record("cartpole", 16, "vecenv-dummy", 4e5),  # 2.5 us/step: 1.5 us overhead, not below 1.5
+        {"workload": "cartpole", "num_envs": 16, "backend": "sb3-dummy", "status": "error", "error": "boom"},
+        _record("image", 16, "plain", 1e5),
+        _record("image", 16, "vecenv-subproc", 4e5),
+        _record("image", 16, "gym-async", 1e5),
+    ]
+
+
+def test_derived_columns_match_hand_computed_values() -> None:
+    pytest.importorskip("pandas")
+    from vecenv.bench.report import COLUMNS, results_frame
+
+    df = results_frame(_fake_records())
+    assert list(df.columns)[: len(COLUMNS)] == COLUMNS
+    row = {(r["workload"], r["num_envs"], r["backend"]): r for r in df.to_dict(orient="records")}
+    assert row["cartpole", 64, "plain"]["x_plain"] == pytest.approx(1.0)
+    assert row["cartpole", 64, "plain"]["overhead_us"] == pytest.approx(0.0)
+    assert row["cartpole", 64, "plain"]["spread_pct"] == pytest.approx(20.0)
+    assert row["cartpole", 64, "vecenv-dummy"]["overhead_us"] == pytest.approx(1.0)
+    assert row["cartpole", 64, "vecenv-dummy"]["x_plain"] == pytest.approx(0.5)
+    assert row["cartpole", 64, "vecenv-dummy"]["x_sb3_subproc"] == pytest.approx(5.0)
+    assert row["cartpole", 64, "sb3-dummy"]["overhead_us"] == pytest.approx(3.0)
+    assert row["cartpole", 64, "gym-sync"]["overhead_us"] == pytest.approx(0.25)
+    assert row["cartpole", 64, "vecenv-subproc"]["x_sb3_subproc"] == pytest.approx(20.0)
+    assert row["cartpole", 64, "vecenv-subproc"]["x_plain"] == pytest.approx(2.0)
+    assert math.isnan(row["cartpole", 64, "vecenv-subproc"]["overhead_us"])  # not in-process
+    assert row["cartpole", 64, "sb3-subproc"]["x_sb3_subproc"] == pytest.approx(1.0)
+    assert row["cartpole", 16, "vecenv-dummy"]["overhead_us"] == pytest.approx(1.5)
+    assert math.isnan(row["cartpole", 16, "vecenv-dummy"]["x_sb3_subproc"])  # no sb3-subproc at N=16
+    error = row["cartpole", 16, "sb3-dummy"]
+    assert error["status"] == "error" and math.isnan(error["overhead_us"]) and math.isnan(error["x_plain"])
+    assert row["image", 16, "vecenv-subproc"]["x_plain"] == pytest.approx(4.0)
+
+
+def test_targets_on_a_fake_table() -> None:
+    pytest.importorskip("pandas")
+    from vecenv.bench.report import check_targets, results_frame, targets_markdown
+
+    targets = {t.target: t for t in check_targets(results_frame(_fake_records()))}
+    verdicts = {name: t.verdict for name, t in targets.items()}
+    assert verdicts["cartpole N=64: vecenv-subproc >= 20x sb3-subproc"] == "PASS"  # exactly 20x
+    assert verdicts["cartpole N=64: vecenv-subproc >= 1.25x plain"] == "PASS"
+    assert verdicts["cpu N=16: vecenv-subproc >= 1.5x plain"] == "n/a"
+    assert verdicts["image N=16: vecenv-subproc >= 5x gym-async"] == "FAIL"  # 4x
+    assert targets["image N=16: vecenv-subproc >= 5x gym-async"].measured.startswith("4.00x")
+    # N=16 sb3-dummy failed, so only N=64 is compared: 1 us < 3 us
+    assert verdicts["cartpole, every N: vecenv-dummy overhead < sb3-dummy overhead"] == "PASS"
+    assert verdicts["cartpole, N >= 16: vecenv-dummy overhead < 1.5 us"] == "FAIL"  # 1.5 at N=16
+    assert verdicts["image, every N: vecenv-dummy overhead < sb3-dummy overhead"] == "n/a"
+    assert verdicts["cartpole N=64: vecenv-subproc startup_s < 2 s"] == "PASS"
+    assert verdicts["cartpole N=64: vecenv-subproc peak_rss_mib < 1024 MiB"] == "PASS"
+    header = targets_markdown(list(targets.values())).splitlines()[0]
+    assert header.startswith("| target") and "result" in header
+
+
+def test_markdown_table_formats_numbers_and_errors() -> None:
+    pytest.importorskip("pandas")
+    from vecenv.bench.report import markdown_table, results_frame
+
+    lines = markdown_table(results_frame(_fake_records())).splitlines()
+    assert lines[0].startswith("| workload") and "x SB3 subproc" in lines[0] and "overhead us/step" in lines[0]
+    assert set(lines[1]) <= set("|-: ")
+    assert len(lines) == 2 + len(_fake_records())
+    dummy = next(line for line in lines if "vecenv-dummy" in line and "| 64 |" in line)
+    cells = [cell.strip() for cell in dummy.split("|")[1:-1]]
+    # workload, N, backend, env-steps/s, ± %, x SB3 subproc, x plain, overhead, startup, RSS, PSS
+    assert cells[:8] == ["cartpole", "64", "vecenv-dummy", "500,000", "0", "5.00", "0.50", "1.00"]
+    assert cells[8:] == ["", "", ""]
+    error = next(line for line in lines if "sb3-dummy" in line and "| 16 |" in line)
+    assert "error" in error
+
+
+def test_quick_run_writes_json_markdown_and_png(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    import matplotlib.image
+
+    from vecenv.bench.cli import main
+    from vecenv.bench.report import COLUMNS, load_results
+
+    argv = ["--quick", "--workloads", "cartpole", "--num-envs", "2", "--backends", "plain,vecenv-dummy,vecenv-subproc"]
+    assert main([*argv, "--output-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| workload" in out and "vecenv-subproc" in out and "wrote" in out
+
+    with open(tmp_path / "bench.json", encoding="utf-8") as f:
+        data = json.load(f)
+    assert {"machine", "settings", "results", "targets", "notes"} <= set(data)
+    assert data["machine"]["cpu_count"] == os.cpu_count() and data["machine"]["numpy"] == np.__version__
+    assert data["settings"]["repeats"] == 2
+    df = load_results(tmp_path / "bench.json")
+    assert list(df.columns) == COLUMNS
+    assert sorted(df["backend"]) == ["plain", "vecenv-dummy", "vecenv-subproc"]
+    assert (df["status"] == "ok").all(), df["error"].tolist()
+    assert (df["env_steps_per_s"] > 0).all() and (df["num_envs"] == 2).all()
+    plain = df[df["backend"] == "plain"].iloc[0]
+    assert plain["x_plain"] == pytest.approx(1.0) and plain["overhead_us"] == pytest.approx(0.0)
+    subproc = df[df["backend"] == "vecenv-subproc"].iloc[0]
+    assert subproc["overhead_us"] is None or math.isnan(subproc["overhead_us"])
+    if sys.platform.startswith("linux"):
+        assert subproc["processes"] >= 2  # the case process and at least one worker
+        assert subproc["peak_rss_mib"] > plain["peak_rss_mib"] * 0.5
+
+    image = matplotlib.image.imread(str(tmp_path / "bench.png"))
+    assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    markdown = (tmp_path / "bench.md").read_text(encoding="utf-8")
+    assert "| workload" in markdown and "## Targets" in markdown
+
+
+def test_missing_pandas_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from vecenv.bench.cli import main
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # makes `import pandas` raise ImportError
+    assert main(["--quick", "--output-dir", "unused"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vecenv: error:") and "vecenv[bench]" in err[0]
+
+
+def test_unknown_backend_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from vecenv.bench.cli import main
+
+    assert main(["--backends", "plain,warp-drive"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown backend 'warp-drive'" in err and "vecenv-dummy" in err
+
+
+def test_bad_option_values_exit_2() -> None:
+    from vecenv.bench.cli import main
+
+    for argv in (["--workloads", "atari"], ["--num-envs", "0"], ["--repeats", "x"], ["--seconds", "-1"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+
+
+def test_list_backends(capsys: pytest.CaptureFixture[str]) -> None:
+    from vecenv.bench.cli import main
+
+    assert main(["--list-backends"]) == 0
+    out = capsys.readouterr().out
+    for name in ("plain", "vecenv-dummy", "vecenv-subproc", "sb3-dummy", "sb3-subproc", "gym-sync", "gym-async"):
+        assert name in out
+
+
+def test_bench_subcommand_can_be_added_to_a_parser() -> None:
+    import argparse
+
+    from vecenv.bench.cli import add_bench_parser, cmd_bench
+
+    parser = argparse.ArgumentParser(prog="vecenv")
+    add_bench_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bench", "--quick", "-n", "1,4", "-b", "plain"])
+    assert args.handler is cmd_bench and args.num_envs == [1, 4] and args.backends == ["plain"] and args.quick
+
+
+def test_run_bench_script_help() -> None:
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks", "run_bench.py")
+    result = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0 and "--num-envs" in result.stdout and "--quick" in result.stdout
+
+
+@pytest.mark.sb3
+def test_sb3_backends_run() -> None:
+    pytest.importorskip("stable_baselines3")
+    for backend in ("sb3-dummy", "sb3-subproc"):
+        case = Case("cartpole", 2, backend, repeats=1, seconds=0.01, warmup_seconds=0.005)
+        record = run_case_isolated(case, timeout=120)
+        assert record["status"] == "ok", record.get("error")
+        assert record["library"] == "stable-baselines3" and record["env_steps_per_s"] > 0
