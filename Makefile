@@ -49,7 +49,7 @@ $(BENCH_VENV)/.installed: $(DEPS)
 
 ## bench: vecenv vs SB3 vs Gymnasium vs a plain loop (venv with torch 2.13.0 CPU); writes benchmarks/results/
 bench: $(BENCH_VENV)/.installed
-	$(BENCH_VENV)/bin/vecenv bench --output-dir benchmarks/results
+	$(BENCH_VENV)/bin/vecenv bench --output-dir benchmarks/results $(BENCH_ARGS)
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
