@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vecenv.bench.workloads import WORKLOADS
+from vecenv.cli import _positive_int
 
 __all__ = ["add_arguments", "add_bench_parser", "build_parser", "cmd_bench", "main"]
 
@@ -44,26 +45,12 @@ def _csv(convert: Any, what: str) -> Any:
             raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, got {text!r}")
         try:
             return [convert(item) for item in items]
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, argparse.ArgumentTypeError) as exc:
             raise argparse.ArgumentTypeError(
                 f"expected a comma-separated list of {what}, got {text!r}: {exc}"
             ) from None
 
     return parse
-
-
-def _positive_int(text: str) -> int:
-    value = int(text.replace("_", ""))
-    if value < 1:
-        raise ValueError(f"{value} is not positive")
-    return value
-
-
-def _positive_int_arg(text: str) -> int:
-    try:
-        return _positive_int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
 
 
 def _positive_float(text: str) -> float:
@@ -118,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeats",
         "-r",
-        type=_positive_int_arg,
+        type=_positive_int,
         default=None,
         metavar="R",
         help="timed repeats per case; the median is reported (default: 5; --quick: 2)",
