@@ -302,3 +302,35 @@ class OtherWrapper(gym.Wrapper):
 
 class NotAnEnv:
     """Something an env factory might wrongly return."""
+
+
+class LooseObsEnv(gym.Env):
+    """Float32 ``Box((2,))`` observation space, but the env returns its observations as ``obs_type``.
+
+    ``"exact"``: float32 arrays (what the space declares); ``"float64"``: float64 arrays; ``"list"``:
+    Python lists. Observation ``[offset, t]``; the episode ends at ``t == episode_len`` (``end`` chooses
+    terminated or truncated). Exercises the terminal-observation path of SubprocVecEnv, which keeps an
+    observation that does not match the shared array exactly as the env returned it.
+    """
+
+    def __init__(self, obs_type: str = "exact", offset: int = 0, episode_len: int = 2, end: str = "terminate") -> None:
+        self.observation_space = spaces.Box(-100.0, 100.0, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.obs_type, self.offset, self.episode_len, self.end = obs_type, offset, episode_len, end
+        self.t = 0
+
+    def _obs(self) -> Any:
+        values = [float(self.offset), float(self.t)]
+        if self.obs_type == "list":
+            return values
+        return np.array(values, dtype=np.float64 if self.obs_type == "float64" else np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        self.t += 1
+        over = self.t >= self.episode_len + self.offset
+        return self._obs(), 1.0, over and self.end == "terminate", over and self.end == "truncate", {}

@@ -19,7 +19,7 @@ import pytest
 from gymnasium import spaces
 
 import vecenv
-from tests.envs import CounterEnv
+from tests.envs import CounterEnv, LooseObsEnv
 from tests.envs_perf import PERF_SPACES, CustomSpaceEnv, SampleEnv, assert_same, custom_obs, leaf_signature
 from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import batch_take, buffer_leaves, create_batch_buffer, write_actions
@@ -492,3 +492,35 @@ def test_box_actions_are_never_reordered():
         write_actions(space, buffer, np.ones((2, 3, 2)))
     write_actions(space, buffer, np.ones((2, 2, 3, 1)))  # only length-1 axes may differ
     assert (buffer == 1).all()
+
+
+@pytest.mark.parametrize("obs_type", ["exact", "float64", "list"])
+@pytest.mark.parametrize("end", ["terminate", "truncate"])
+def test_terminal_observation_as_the_env_returned_it(obs_type, end):
+    """SubprocVecEnv carries terminal observations through shared memory when they match the space's array;
+    either way ``infos[i]["terminal_observation"]`` is what the env returned (type, dtype, values), as with the
+    env stepped by hand, and ``TimeLimit.truncated`` tells truncation from termination. 3 envs, 2 workers."""
+    fns = [functools.partial(LooseObsEnv, obs_type=obs_type, offset=i, end=end) for i in range(3)]
+    hand = [fn() for fn in fns]
+    for env in hand:
+        env.reset(seed=0)
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2)
+    try:
+        venv.reset()
+        ends = 0
+        for _ in range(6):
+            _, _, dones, infos = venv.step(np.zeros(3, dtype=np.int64))
+            for env, done, info in zip(hand, dones, infos, strict=True):
+                obs, _, terminated, truncated, _ = env.step(0)
+                assert done == (terminated or truncated)
+                if done:
+                    ends += 1
+                    assert list(info) == ["TimeLimit.truncated", "terminal_observation"]
+                    assert info["TimeLimit.truncated"] is (end == "truncate")
+                    assert_same(info["terminal_observation"], obs)
+                    env.reset()
+                else:
+                    assert info == {"TimeLimit.truncated": False}
+        assert ends == 3 + 2 + 1  # episode lengths 2, 3, 4 over 6 steps
+    finally:
+        venv.close()

@@ -141,6 +141,13 @@ class EnvGroup:
             raise
         self.rewards = np.zeros((n,), dtype=np.float32) if rewards is None else rewards
         self.dones = np.zeros((n,), dtype=bool) if dones is None else dones
+        #: bool ``(k,)``: which envs' last step was a truncation (``info["TimeLimit.truncated"]``)
+        self.truncations = np.zeros((n,), dtype=bool)
+        #: if set (a ``(k, *obs_shape)`` array, by worker processes whose observations live in shared
+        #: memory), the last observation of a finished episode is written there instead of into
+        #: ``info["terminal_observation"]`` when it has the buffer's dtype and shape; the worker's
+        #: parent puts it back into the info (see :mod:`vecenv.workers.subproc`)
+        self.terminal_obs: np.ndarray | None = None
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(n)]
         self._write_obs = make_obs_writer(self.observation_space)
         self._flat_obs = isinstance(self.obs, np.ndarray)
@@ -174,33 +181,41 @@ class EnvGroup:
         :return: ``(infos, reset_infos)``: fresh info dicts of the stepped envs (in ``indices`` order), and
             :attr:`reset_infos` of all envs (updated for the envs that reset).
         """
-        # hot path: locals only, one numpy write per env for the observation, rewards and dones
-        # gathered in lists and written once per call
-        obs_buffer, envs, reset_infos = self.obs, self.envs, self.reset_infos
+        # hot path: locals only, one numpy write per env for the observation; rewards gathered in a list
+        # and the (rare) episode ends as index lists, each written once per call
+        obs_buffer, envs, reset_infos, terminal_obs = self.obs, self.envs, self.reset_infos, self.terminal_obs
         write = None if self._flat_obs else self._write_obs
         stepped = range(len(envs)) if indices is None else indices
         infos: list[dict[str, Any]] = []
         step_rewards: list[Any] = []
-        step_dones: list[bool] = []
+        ended: list[int] = []
+        ended_truncated: list[int] = []
         for j in stepped:
             env = envs[j]
             try:
                 obs, reward, terminated, truncated, env_info = env.step(actions[j])
                 # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
                 if not env_info:
-                    info: dict[str, Any] = {}
-                elif all(type(v) in _ATOMIC for v in env_info.values()):
-                    info = dict(env_info)
+                    info: dict[str, Any] = {"TimeLimit.truncated": False}
                 else:
-                    info = deepcopy(env_info)
-                if terminated or truncated:
-                    info["TimeLimit.truncated"] = bool(truncated and not terminated)
-                    info["terminal_observation"] = deepcopy(obs)
-                    obs, reset_infos[j] = env.reset()
-                    step_dones.append(True)
-                else:
+                    atomic = all(type(v) in _ATOMIC for v in env_info.values())
+                    info = dict(env_info) if atomic else deepcopy(env_info)
                     info["TimeLimit.truncated"] = False
-                    step_dones.append(False)
+                if terminated or truncated:
+                    ended.append(j)
+                    if truncated and not terminated:
+                        info["TimeLimit.truncated"] = True
+                        ended_truncated.append(j)
+                    if (
+                        terminal_obs is not None
+                        and type(obs) is np.ndarray
+                        and obs.dtype == terminal_obs.dtype
+                        and obs.shape == terminal_obs.shape[1:]
+                    ):
+                        terminal_obs[j] = obs
+                    else:
+                        info["terminal_observation"] = deepcopy(obs)
+                    obs, reset_infos[j] = env.reset()
                 if write is None:
                     obs_buffer[j] = obs
                 else:
@@ -210,12 +225,19 @@ class EnvGroup:
                 raise
             step_rewards.append(reward)
             infos.append(info)
+        dones, truncations = self.dones, self.truncations
         if indices is None:
             self.rewards[:] = step_rewards
-            self.dones[:] = step_dones
+            dones[:] = False
+            truncations[:] = False
         else:
             self.rewards[stepped] = step_rewards
-            self.dones[stepped] = step_dones
+            dones[stepped] = False
+            truncations[stepped] = False
+        if ended:
+            dones[ended] = True
+            if ended_truncated:
+                truncations[ended_truncated] = True
         return infos, reset_infos
 
     def reset(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -66,6 +66,10 @@ class SharedBatch:
     :ivar obs: observation batch buffer, ``(num_envs, *obs_shape)`` arrays (dict / tuple for Dict / Tuple).
     :ivar rewards: float32 ``(num_envs,)``.
     :ivar dones: bool ``(num_envs,)``.
+    :ivar truncations: bool ``(num_envs,)``: whether a done env's episode was truncated.
+    :ivar terminal_obs: ``(num_envs, *obs_shape)`` for the last observation of finished episodes when the
+        observation space is a single fixed-size array (Box, Discrete, ...); None otherwise (terminal
+        observations then travel pickled in the infos).
     :ivar actions: action batch buffer ``(num_envs, *action_shape)``, or None if the action space cannot
         live in shared memory (actions then travel pickled).
     """
@@ -78,20 +82,26 @@ class SharedBatch:
     obs: Any
     rewards: np.ndarray
     dones: np.ndarray
+    truncations: np.ndarray
+    terminal_obs: np.ndarray | None
     actions: Any
 
     @staticmethod
     def _layout(
         observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, buffer: Any
-    ) -> tuple[Any, np.ndarray, np.ndarray, Any, int]:
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, Any, int]:
         alloc = _BumpAllocator(buffer)
         obs = create_batch_buffer(observation_space, num_envs, alloc)
         rewards = alloc((num_envs,), np.dtype(np.float32))
         dones = alloc((num_envs,), np.dtype(bool))
+        truncations = alloc((num_envs,), np.dtype(bool))
+        terminal_obs = None
+        if isinstance(obs, np.ndarray) and is_shareable(obs):
+            terminal_obs = alloc(obs.shape, obs.dtype)
         actions = create_batch_buffer(action_space, num_envs, alloc)
         if not is_shareable(actions):
             actions = None
-        return obs, rewards, dones, actions, alloc.offset
+        return obs, rewards, dones, truncations, terminal_obs, actions, alloc.offset
 
     @staticmethod
     def supports(observation_space: spaces.Space, action_space: spaces.Space) -> bool:
@@ -116,10 +126,24 @@ class SharedBatch:
     ) -> SharedBatch:
         """Map the block behind ``fd`` (either side); ``fd`` stays open and is the caller's to close."""
         mapping = mmap.mmap(fd, max(size, 1))
-        obs, rewards, dones, actions, used = cls._layout(observation_space, action_space, num_envs, mapping)
+        obs, rewards, dones, truncations, terminal_obs, actions, used = cls._layout(
+            observation_space, action_space, num_envs, mapping
+        )
         if used != size:
             raise RuntimeError(f"shared batch layout mismatch: {used} bytes laid out, {size} expected")
-        return cls(observation_space, action_space, num_envs, size, mapping, obs, rewards, dones, actions)
+        return cls(
+            observation_space,
+            action_space,
+            num_envs,
+            size,
+            mapping,
+            obs,
+            rewards,
+            dones,
+            truncations,
+            terminal_obs,
+            actions,
+        )
 
 
 def platform_supported() -> bool:

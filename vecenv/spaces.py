@@ -104,16 +104,17 @@ def is_shareable(buffer: Any) -> bool:
     return all(leaf.dtype != np.dtype(object) for leaf in buffer_leaves(buffer))
 
 
-def _store_exact(dst: np.ndarray, value: Any, what: str) -> None:
+def _store_exact(dst: np.ndarray, value: Any, what: Callable[[], str]) -> None:
     """Copy ``value`` into ``dst`` (cast to its dtype) if it has ``dst``'s shape up to axes of length 1.
 
     Never broadcasts nor reorders: e.g. ``(n, 1)`` fits ``(n,)``, but ``(3, 2)`` does not fit ``(2, 3)``;
-    anything else is a :class:`ValueError` naming both shapes.
+    anything else is a :class:`ValueError` naming both shapes. ``what()`` names the value in the message
+    (a callable, so the hot path never formats it).
     """
     array = np.asarray(value)
     if array.shape != dst.shape:
         if array.size != dst.size or array.squeeze().shape != dst.squeeze().shape:
-            raise ValueError(f"{what} must have shape {dst.shape}, got shape {array.shape}")
+            raise ValueError(f"{what()} must have shape {dst.shape}, got shape {array.shape}")
         array = array.reshape(dst.shape)
     np.copyto(dst, array, casting="unsafe")
 
@@ -150,7 +151,7 @@ def make_action_writer(action_space: spaces.Space) -> Callable[[Any, int, Any], 
                 )
             buffer[index] = array.reshape(())
         else:
-            _store_exact(buffer[index], action, f"the action of env {index} (space {action_space})")
+            _store_exact(buffer[index], action, lambda: f"the action of env {index} (space {action_space})")
 
     return write
 
@@ -163,7 +164,9 @@ def write_actions(action_space: spaces.Space, buffer: Any, actions: Any) -> None
     :raises ValueError: if the actions do not have the buffer's shape (an action does not fit its slot).
     """
     if isinstance(buffer, np.ndarray) and isinstance(actions, np.ndarray):
-        _store_exact(buffer, actions, f"actions (num_envs, *action_space.shape) for action space {action_space}")
+        _store_exact(
+            buffer, actions, lambda: f"actions (num_envs, *action_space.shape) for action space {action_space}"
+        )
         return
     write = make_action_writer(action_space)
     per_env = split_actions(action_space, actions, 0, num_actions(action_space, actions))

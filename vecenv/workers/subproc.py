@@ -43,6 +43,7 @@ from typing import Any
 
 import cloudpickle
 import gymnasium as gym
+import numpy as np
 
 from vecenv.base import CloudpickleWrapper
 from vecenv.errors import PackedException, WorkerDiedError
@@ -105,26 +106,29 @@ class _WorkerLoop:
             os.close(fd)
         group.rewards = shared.rewards[start:stop]
         group.dones = shared.dones[start:stop]
+        group.truncations = shared.truncations[start:stop]
         self.arrays_in_shm = True
         if obs_in_shm:
             group.obs = batch_slice(shared.obs, start, stop)
             self.obs_in_shm = True
+            if shared.terminal_obs is not None:
+                group.terminal_obs = shared.terminal_obs[start:stop]
         if shared.actions is not None:
             self.action_view = batch_slice(shared.actions, start, stop)
 
     def _arrays(self) -> tuple[Any, Any]:
         group = self.group
         obs = None if self.obs_in_shm else group.obs
-        rewards_dones = None if self.arrays_in_shm else (group.rewards, group.dones)
+        rewards_dones = None if self.arrays_in_shm else (group.rewards, group.dones, group.truncations)
         return obs, rewards_dones
 
     def step(self, actions: Any, indices: list[int] | None) -> bytes:
         group = self.group
         infos, reset_infos = group.step(actions, indices)
-        # infos by position among the stepped envs; reset infos by local env index
-        sparse_infos = [
-            (pos, info) for pos, info in enumerate(infos) if len(info) != 1 or info.get(_DEFAULT_INFO_KEY) is not False
-        ]
+        # infos by position among the stepped envs; reset infos by local env index. An info holding
+        # only "TimeLimit.truncated" is rebuilt by the parent from the dones and truncations arrays
+        # (and the terminal observation from shared memory), so it need not travel.
+        sparse_infos = [(pos, info) for pos, info in enumerate(infos) if len(info) > 1]
         dones = group.dones
         stepped = range(len(dones)) if indices is None else indices
         sparse_resets = [(j, reset_infos[j]) for j in stepped if dones[j] and reset_infos[j]] if dones.any() else []
@@ -236,6 +240,10 @@ class SubprocWorker(Worker):
         self._pending: Command | None = None
         self._step_indices: Sequence[int] | None = None
         self._buffers: tuple[Any, Any, Any] | None = None
+        # whether each env's last episode end was a truncation, and (if they live in shared memory)
+        # the last observations of finished episodes; see EnvGroup.truncations / terminal_obs
+        self._truncations = np.zeros((len(self.env_indices),), dtype=bool)
+        self._terminal_obs: np.ndarray | None = None
         self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
 
     def handshake(self) -> tuple[gym.Space, gym.Space]:
@@ -250,6 +258,9 @@ class SubprocWorker(Worker):
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
         reduction.send_handle(self.conn, fd, self.process.pid)
         self._reply(self._recv_raw("setup"))
+        self._truncations = shared.truncations[start:stop]
+        if obs_in_shm and shared.terminal_obs is not None:
+            self._terminal_obs = shared.terminal_obs[start:stop]
 
     def wait_handles(self) -> tuple[Any, ...]:
         return (self.conn, self.process.sentinel)
@@ -320,26 +331,42 @@ class SubprocWorker(Worker):
         if rewards_dones is not None:
             rewards_view[:] = rewards_dones[0]
             dones_view[:] = rewards_dones[1]
+            if len(rewards_dones) > 2:
+                self._truncations[:] = rewards_dones[2]
 
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
         stepped = range(len(self.env_indices)) if self._step_indices is None else self._step_indices
-        infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in stepped]
         if data == OK_EMPTY:
-            return infos, self._reset_infos
-        obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
-        self._store_arrays(obs, rewards_dones)
-        for pos, info in sparse_infos:
-            infos[pos] = info
+            sparse_infos: list[tuple[int, dict[str, Any]]] = []
+            sparse_resets: list[tuple[int, dict[str, Any]]] = []
+        else:
+            obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
+            self._store_arrays(obs, rewards_dones)
         assert self._buffers is not None
         dones = self._buffers[2]
-        if dones.any():
-            reset_infos = self._reset_infos
-            for j in stepped:
-                if dones[j]:
-                    reset_infos[j] = {}
-            for j, reset_info in sparse_resets:
-                reset_infos[j] = reset_info
-        return infos, self._reset_infos
+        infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in stepped]
+        for pos, info in sparse_infos:
+            infos[pos] = info
+        reset_infos = self._reset_infos
+        if not dones.any():
+            return infos, reset_infos
+        truncations, terminal_obs = self._truncations, self._terminal_obs
+        if self._step_indices is None:
+            finished = [(j, j) for j in dones.nonzero()[0].tolist()]
+        else:
+            finished = [(pos, j) for pos, j in enumerate(stepped) if dones[j]]
+        for pos, j in finished:
+            reset_infos[j] = {}
+            info = infos[pos]
+            if truncations[j]:
+                info[_DEFAULT_INFO_KEY] = True
+            # an info that already holds it got an observation that did not fit the shared array
+            if terminal_obs is not None and "terminal_observation" not in info:
+                info["terminal_observation"] = terminal_obs[j].copy()
+        for j, reset_info in sparse_resets:
+            reset_infos[j] = reset_info
+        return infos, reset_infos
 
     def _recv_raw(self, doing: str) -> bytes:
         conn = self.conn
@@ -400,5 +427,8 @@ class SubprocWorker(Worker):
             process.kill()
             process.join()
         self.conn.close()
+        # drop every view of the shared block so closing the vec env unmaps it
         self._buffers = None
+        self._truncations = np.zeros((0,), dtype=bool)
+        self._terminal_obs = None
         return error
