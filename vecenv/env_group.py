@@ -184,7 +184,11 @@ class EnvGroup:
         # hot path: locals only, one numpy write per env for the observation; rewards gathered in a list
         # and the (rare) episode ends as index lists, each written once per call
         obs_buffer, envs, reset_infos, terminal_obs = self.obs, self.envs, self.reset_infos, self.terminal_obs
-        write = None if self._flat_obs else self._write_obs
+        write = self._write_obs
+        # flat buffers: an array of exactly the row's shape and dtype is stored inline, anything else goes
+        # through the checking writer (which refuses what does not fit)
+        flat = self._flat_obs
+        row_shape, row_dtype = (obs_buffer.shape[1:], obs_buffer.dtype) if flat else ((), None)
         stepped = range(len(envs)) if indices is None else indices
         infos: list[dict[str, Any]] = []
         step_rewards: list[Any] = []
@@ -216,7 +220,7 @@ class EnvGroup:
                     else:
                         info["terminal_observation"] = deepcopy(obs)
                     obs, reset_infos[j] = env.reset()
-                if write is None:
+                if flat and type(obs) is np.ndarray and obs.dtype == row_dtype and obs.shape == row_shape:
                     obs_buffer[j] = obs
                 else:
                     write(obs_buffer, j, obs)

@@ -11,6 +11,7 @@ Support for another space type is one ``register`` call per function.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -177,15 +178,45 @@ def write_actions(action_space: spaces.Space, buffer: Any, actions: Any) -> None
             raise ValueError(f"action {i} does not fit action space {action_space}: {exc}") from None
 
 
+def store_observation(space: spaces.Space, buffer: np.ndarray, index: int, obs: Any) -> None:
+    """Store one env's observation at ``index`` of an array batch buffer, refusing anything that does not fit.
+
+    The observation must have the space's shape exactly (no broadcasting, no reshaping) and a dtype
+    numpy casts to the space's dtype within its kind (``same_kind``: float64 into float32 is accepted, as
+    SB3 accepts it; float into an integer or uint8 buffer is refused). Object buffers (spaces that travel
+    pickled) take any value.
+
+    :raises ValueError: naming the space, the expected shape / dtype and what the env returned.
+    """
+    if buffer.dtype == np.dtype(object):
+        buffer[index] = obs
+        return
+    array = np.asarray(obs)
+    slot_shape = buffer.shape[1:]
+    if array.shape != slot_shape or not np.can_cast(array.dtype, buffer.dtype, casting="same_kind"):
+        raise ValueError(
+            f"the observation does not fit observation_space {space}: expected shape {slot_shape} and dtype "
+            f"{buffer.dtype} (or one that casts to it without changing kind), got shape {array.shape} and dtype "
+            f"{array.dtype} ({type(obs).__name__}). Return observations of the declared shape and dtype, or fix "
+            "the env's observation_space."
+        )
+    buffer[index] = array
+
+
 @singledispatch
 def make_obs_writer(space: spaces.Space) -> Callable[[Any, int, Any], None]:
     """Return ``write(buffer, index, obs)`` that stores one env's observation at ``index`` of a batch buffer.
 
-    Built once per vector env so the per-step path is a single call with no type dispatch.
+    Built once per vector env so the per-step path is a single call with no type dispatch. Observations
+    that do not fit raise :class:`ValueError` (see :func:`store_observation`); the common case (an array
+    of exactly the buffer's shape and dtype) costs one comparison.
     """
 
     def write(buffer: np.ndarray, index: int, obs: Any) -> None:
-        buffer[index] = obs
+        if type(obs) is np.ndarray and obs.dtype == buffer.dtype and obs.shape == buffer.shape[1:]:
+            buffer[index] = obs
+        else:
+            store_observation(space, buffer, index, obs)
 
     return write
 
@@ -291,6 +322,101 @@ def _is_batched_tuple(action_space: spaces.Tuple, actions: Any) -> bool:
             for part, sub in zip(actions, action_space.spaces, strict=True)
         )
     )
+
+
+def _check_value_range(name: str, batch: np.ndarray, low: Any, high: Any, space: spaces.Space) -> None:
+    """Raise if any value of ``batch`` lies outside ``[low, high)`` (broadcast per component)."""
+    bad = (batch < low) | (batch >= high)
+    if bad.any():
+        rows = sorted({int(i) for i in np.argwhere(bad)[:, 0]}) if batch.ndim else [0]
+        shown = rows[:5]
+        values = [batch[i].tolist() for i in shown] if batch.ndim else [batch.tolist()]
+        raise ValueError(
+            f"{name} out of range for action space {space}: envs {shown}{' ...' if len(rows) > 5 else ''} got {values}"
+        )
+
+
+def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> Callable[[Any, int], None]:
+    """Return ``check(actions, num_envs)`` validating a batch of ``num_envs`` actions before anything is sent.
+
+    For array batches (the layout trainers use): Discrete, MultiDiscrete and MultiBinary actions must be
+    integers (or bools for MultiBinary) within the space's range; Box actions must be real numbers; the
+    batch must have shape ``(num_envs, *action_space.shape)`` (axes of length 1 may be added or dropped,
+    as :func:`write_actions` accepts). Dict and Tuple batches are checked per component; other layouts
+    (a list of per-env actions) are converted with :func:`numpy.asarray` when they are numeric.
+    Cost: a dtype test and one vectorized range test per step.
+
+    :param name: how messages name the batch (components of Dict / Tuple batches add their key / index).
+    :raises ValueError: naming the action space, the expected and received shape / dtype, and for values
+        out of range the env indices and their actions.
+    """
+    if isinstance(action_space, spaces.Dict):
+        sub_checks = {key: make_actions_checker(sub, f"{name}[{key!r}]") for key, sub in action_space.spaces.items()}
+
+        def check_dict(actions: Any, num_envs: int) -> None:
+            if isinstance(actions, Mapping):
+                for key, sub_check in sub_checks.items():
+                    if key not in actions:
+                        raise ValueError(f"{name} for action space {action_space} miss the key {key!r}")
+                    sub_check(actions[key], num_envs)
+
+        return check_dict
+    if isinstance(action_space, spaces.Tuple):
+        tuple_checks = [make_actions_checker(sub, f"{name}[{i}]") for i, sub in enumerate(action_space.spaces)]
+
+        def check_tuple(actions: Any, num_envs: int) -> None:
+            if _is_batched_tuple(action_space, actions):
+                for sub_check, part in zip(tuple_checks, actions, strict=True):
+                    sub_check(part, num_envs)
+
+        return check_tuple
+    if not isinstance(action_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+        return lambda actions, num_envs: None  # custom spaces: the env validates its own actions
+
+    shape = tuple(action_space.shape or ())
+    integer = not isinstance(action_space, spaces.Box)
+    low: Any = None
+    high: Any = None
+    if isinstance(action_space, spaces.Discrete):
+        low, high = int(action_space.start), int(action_space.start + action_space.n)
+    elif isinstance(action_space, spaces.MultiDiscrete):
+        low, high = action_space.start, action_space.start + action_space.nvec
+    elif isinstance(action_space, spaces.MultiBinary):
+        low, high = 0, 2
+    kinds = "biu" if isinstance(action_space, spaces.MultiBinary) else ("iu" if integer else "biuf")
+
+    def check(actions: Any, num_envs: int) -> None:
+        expected = (num_envs, *shape)
+        if isinstance(actions, np.ndarray):
+            batch = actions
+        else:
+            try:
+                batch = np.asarray(actions)
+            except (ValueError, TypeError):
+                return  # ragged per-env lists: the per-env writers / the env itself will complain
+            if batch.dtype == np.dtype(object):
+                return
+        if batch.dtype.kind not in kinds:
+            wanted = "integers" if integer else "real numbers"
+            raise ValueError(
+                f"{name} for action space {action_space} must be {wanted}, got dtype {batch.dtype} "
+                f"(shape {batch.shape}); expected shape {expected}"
+            )
+        if batch.shape != expected and (
+            batch.size != math.prod(expected) or batch.squeeze().shape != _squeezed(expected)
+        ):
+            raise ValueError(
+                f"{name} for action space {action_space} must have shape {expected} "
+                f"(num_envs, *action_space.shape), got shape {batch.shape} (dtype {batch.dtype})"
+            )
+        if low is not None:
+            _check_value_range(name, batch.reshape(expected), low, high, action_space)
+
+    return check
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
 
 
 def num_actions(action_space: spaces.Space, actions: Any) -> int:

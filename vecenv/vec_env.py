@@ -34,6 +34,7 @@ from vecenv.spaces import (
     check_for_nested_spaces,
     create_batch_buffer,
     make_action_writer,
+    make_actions_checker,
     num_actions,
     obs_space_info,
     split_actions,
@@ -153,6 +154,7 @@ class WorkerVecEnv(VecEnv):
             self._in_flight: dict[int, tuple[Command, list[int]]] = {}  # worker -> (command, env ids)
             self._ready: dict[int, dict[str, Any]] = {}  # env id -> info, results not yet returned
             self._write_action = make_action_writer(action_space)
+            self._check_actions = make_actions_checker(action_space)
             self.actions: Any = None
             super().__init__(num_envs, observation_space, action_space)
         except BaseException:
@@ -196,7 +198,9 @@ class WorkerVecEnv(VecEnv):
         :param actions: ``(num_envs, *action_shape)`` array, a list with one action per env, or for
             Dict / Tuple action spaces a dict / tuple of batched arrays.
         :raises AlreadyPendingCallError: if a step is already pending.
-        :raises ValueError: if ``actions`` does not hold exactly ``num_envs`` actions.
+        :raises ValueError: if ``actions`` does not hold exactly ``num_envs`` actions, has the wrong shape or
+            dtype, or (Discrete, MultiDiscrete, MultiBinary) holds values outside the action space; checked
+            before anything reaches an env (see :func:`vecenv.spaces.make_actions_checker`).
         """
         self._check_idle("step_async")
         if num_actions(self.action_space, actions) != self.num_envs:
@@ -205,6 +209,7 @@ class WorkerVecEnv(VecEnv):
                 f"{num_actions(self.action_space, actions)} (type {type(actions).__name__}"
                 f"{', shape ' + str(actions.shape) if isinstance(actions, np.ndarray) else ''})"
             )
+        self._check_actions(actions, self.num_envs)
         space = self.action_space
         if self._action_buffer is not None:
             write_actions(space, self._action_buffer, actions)
@@ -312,6 +317,7 @@ class WorkerVecEnv(VecEnv):
             raise ValueError(
                 f"send() needs one action per env id: {len(ids)} env ids, {num_actions(space, actions)} actions"
             )
+        self._check_actions(actions, len(ids))
         by_worker: dict[int, list[tuple[int, int]]] = {}
         for position, env_id in enumerate(ids):
             if env_id in self._ready:
