@@ -1,0 +1,8 @@
+"""Adapters between vecenv's VecEnv and other vector-env APIs (Gymnasium 1.x ``VectorEnv``, EnvPool).
+
+See ``docs/adapters.md``.
+"""
+
+from vecenv.adapters.gymnasium import GymnasiumToVecEnv, VecEnvToGymnasium, from_gymnasium, to_gymnasium
+
+__all__ = ["GymnasiumToVecEnv", "VecEnvToGymnasium", "from_gymnasium", "to_gymnasium"]
