@@ -250,14 +250,22 @@ class VecEnv(ABC):
         self.env_method("render")
         return None
 
-    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+    def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
         """Set the seeds used by the NEXT :meth:`reset` only: env ``i`` gets ``seed + i`` (SB3 semantics).
 
         Does not reset. With ``seed=None`` a random uint32 base is drawn so envs still get distinct seeds.
 
-        :param seed: the base seed, or None.
+        :param seed: the base seed, None, or (as Gymnasium's ``reset(seed=[...])``) one seed or None per env.
         :return: the per-env seeds.
+        :raises ValueError: if a sequence does not hold ``num_envs`` seeds.
         """
+        if isinstance(seed, Sequence) and not isinstance(seed, str):
+            if len(seed) != self.num_envs:
+                raise ValueError(
+                    f"seed([...]) must give one seed (or None) per env: expected {self.num_envs}, got {len(seed)}"
+                )
+            self._seeds = [None if s is None else int(s) for s in seed]
+            return self._seeds
         if seed is None:
             seed = int(np.random.randint(0, np.iinfo(np.uint32).max, dtype=np.uint32))
         self._seeds = [seed + idx for idx in range(self.num_envs)]

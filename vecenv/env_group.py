@@ -14,6 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from vecenv.errors import add_note, env_context_note
 from vecenv.protocol import Command
@@ -35,6 +36,13 @@ _SAME_INSTANCE_MESSAGE = (
     "(using `gym.make()` for instance). You can take a look at the documentation for an example. "
     "Please read https://github.com/DLR-RM/stable-baselines3/issues/1151 for more information."
 )
+
+
+def _copy_info(env_info: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an env's info the caller may keep: shallow if every value is immutable, else deep (SB3)."""
+    if all(type(v) in _ATOMIC for v in env_info.values()):
+        return dict(env_info)
+    return deepcopy(env_info)
 
 
 def is_wrapped(env: gym.Env, wrapper_class: type[gym.Wrapper]) -> bool:
@@ -98,16 +106,27 @@ def check_same_spaces(
 class EnvGroup:
     """Owns ``k`` sub-envs and steps them into preallocated batch buffers with Stable-Baselines3's rules.
 
-    Episode end (SB3's rule, Gymnasium's ``SAME_STEP`` autoreset): ``done = terminated or truncated``;
-    ``info["TimeLimit.truncated"] = truncated and not terminated``; on done the last observation is copied
-    to ``info["terminal_observation"]``, the env is reset, the reset info is kept in :attr:`reset_infos`
-    and the first observation of the new episode is written to the buffer.
+    Episode end: ``done = terminated or truncated`` and ``info["TimeLimit.truncated"] = truncated and not
+    terminated`` (SB3); the raw flags are kept in :attr:`terminations` / :attr:`truncations`. What happens
+    next depends on ``autoreset_mode`` (Gymnasium's modes, one implementation for every backend):
+
+    * ``SAME_STEP`` (SB3's rule, the default): the last observation is copied to
+      ``info["terminal_observation"]``, the env is reset at once, the reset info is kept in
+      :attr:`reset_infos` and the first observation of the new episode is written to the buffer.
+    * ``NEXT_STEP`` (Gymnasium's default): the buffer holds the last observation; the env's next step
+      ignores its action and resets it instead (reward 0, not done, the info is the reset info).
+    * ``DISABLED``: nothing; the caller resets finished envs (``reset`` with ``indices``).
+
+    Seeds and options: :meth:`set_pending` stores a seed / options for an env's NEXT reset, whoever triggers
+    it (the caller's ``reset`` or an autoreset); they are used once, then forgotten. A seed or options
+    passed with a caller's ``reset`` take precedence over pending ones (which are then dropped too).
 
     :param env_fns: factories of the group's envs.
     :param env_indices: global index of each env in the vector env (used in error messages).
     :param obs_buffer: batch buffer to write observations into (``(k, *obs_shape)`` arrays); allocated if None.
     :param rewards: float32 array ``(k,)`` to write rewards into; allocated if None.
     :param dones: bool array ``(k,)`` to write dones into; allocated if None.
+    :param autoreset_mode: a :class:`gymnasium.vector.AutoresetMode` (or its value); ``SAME_STEP`` by default.
     :raises TypeError: if a factory is not callable or does not return a ``gymnasium.Env``.
     :raises ValueError: if two factories return the same instance or the envs' spaces differ.
     """
@@ -119,8 +138,10 @@ class EnvGroup:
         obs_buffer: Any = None,
         rewards: np.ndarray | None = None,
         dones: np.ndarray | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     ) -> None:
         self.env_indices = list(env_indices)
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.envs: list[gym.Env] = []
         try:
             for env_fn, env_index in zip(env_fns, self.env_indices, strict=True):
@@ -141,8 +162,14 @@ class EnvGroup:
             raise
         self.rewards = np.zeros((n,), dtype=np.float32) if rewards is None else rewards
         self.dones = np.zeros((n,), dtype=bool) if dones is None else dones
-        #: bool ``(k,)``: which envs' last step was a truncation (``info["TimeLimit.truncated"]``)
+        #: bool ``(k,)``: the ``terminated`` / ``truncated`` flags of each env's last step (both may be set)
+        self.terminations = np.zeros((n,), dtype=bool)
         self.truncations = np.zeros((n,), dtype=bool)
+        #: NEXT_STEP mode: envs whose episode ended at their last step (reset by their next step)
+        self.needs_reset = [False] * n
+        #: seed / options for each env's next reset (see :meth:`set_pending`); None: none pending
+        self.pending_seeds: list[int | None] = [None] * n
+        self.pending_options: list[dict[str, Any] | None] = [None] * n
         #: if set (a ``(k, *obs_shape)`` array, by worker processes whose observations live in shared
         #: memory), the last observation of a finished episode is written there instead of into
         #: ``info["terminal_observation"]`` when it has the buffer's dtype and shape; the worker's
@@ -154,6 +181,7 @@ class EnvGroup:
         self.handlers: dict[Command, Callable[[Any], Any]] = {
             Command.STEP: lambda payload: self.step(*payload),
             Command.RESET: self.reset,
+            Command.SET_PENDING: self.set_pending,
             Command.GET_ATTR: self.get_attr,
             Command.SET_ATTR: self.set_attr,
             Command.HAS_ATTR: self.has_attr,
@@ -189,37 +217,54 @@ class EnvGroup:
         # through the checking writer (which refuses what does not fit)
         flat = self._flat_obs
         row_shape, row_dtype = (obs_buffer.shape[1:], obs_buffer.dtype) if flat else ((), None)
+        mode = self.autoreset_mode
+        same_step, next_step = mode is AutoresetMode.SAME_STEP, mode is AutoresetMode.NEXT_STEP
+        needs_reset = self.needs_reset
         stepped = range(len(envs)) if indices is None else indices
         infos: list[dict[str, Any]] = []
         step_rewards: list[Any] = []
         ended: list[int] = []
+        ended_terminated: list[int] = []
         ended_truncated: list[int] = []
         for j in stepped:
             env = envs[j]
             try:
-                obs, reward, terminated, truncated, env_info = env.step(actions[j])
-                # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
-                if not env_info:
-                    info: dict[str, Any] = {"TimeLimit.truncated": False}
-                else:
-                    atomic = all(type(v) in _ATOMIC for v in env_info.values())
-                    info = dict(env_info) if atomic else deepcopy(env_info)
+                if next_step and needs_reset[j]:
+                    # Gymnasium's NEXT_STEP: this step resets the env; its action is ignored
+                    needs_reset[j] = False
+                    obs, reset_infos[j] = self._reset_one(j, None, None)
+                    info = _copy_info(reset_infos[j])
                     info["TimeLimit.truncated"] = False
-                if terminated or truncated:
-                    ended.append(j)
-                    if truncated and not terminated:
-                        info["TimeLimit.truncated"] = True
-                        ended_truncated.append(j)
-                    if (
-                        terminal_obs is not None
-                        and type(obs) is np.ndarray
-                        and obs.dtype == terminal_obs.dtype
-                        and obs.shape == terminal_obs.shape[1:]
-                    ):
-                        terminal_obs[j] = obs
+                    reward: Any = 0.0
+                else:
+                    obs, reward, terminated, truncated, env_info = env.step(actions[j])
+                    # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
+                    if not env_info:
+                        info = {"TimeLimit.truncated": False}
                     else:
-                        info["terminal_observation"] = deepcopy(obs)
-                    obs, reset_infos[j] = env.reset()
+                        info = _copy_info(env_info)
+                        info["TimeLimit.truncated"] = False
+                    if terminated or truncated:
+                        ended.append(j)
+                        if terminated:
+                            ended_terminated.append(j)
+                        if truncated:
+                            ended_truncated.append(j)
+                            if not terminated:
+                                info["TimeLimit.truncated"] = True
+                        if same_step:
+                            if (
+                                terminal_obs is not None
+                                and type(obs) is np.ndarray
+                                and obs.dtype == terminal_obs.dtype
+                                and obs.shape == terminal_obs.shape[1:]
+                            ):
+                                terminal_obs[j] = obs
+                            else:
+                                info["terminal_observation"] = deepcopy(obs)
+                            obs, reset_infos[j] = self._reset_one(j, None, None)
+                        elif next_step:
+                            needs_reset[j] = True
                 if flat and type(obs) is np.ndarray and obs.dtype == row_dtype and obs.shape == row_shape:
                     obs_buffer[j] = obs
                 else:
@@ -229,37 +274,67 @@ class EnvGroup:
                 raise
             step_rewards.append(reward)
             infos.append(info)
-        dones, truncations = self.dones, self.truncations
+        dones, terminations, truncations = self.dones, self.terminations, self.truncations
         if indices is None:
             self.rewards[:] = step_rewards
             dones[:] = False
+            terminations[:] = False
             truncations[:] = False
         else:
             self.rewards[stepped] = step_rewards
             dones[stepped] = False
+            terminations[stepped] = False
             truncations[stepped] = False
         if ended:
             dones[ended] = True
-            if ended_truncated:
-                truncations[ended_truncated] = True
+            terminations[ended_terminated] = True
+            truncations[ended_truncated] = True
         return infos, reset_infos
 
-    def reset(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """Reset every env, env ``j`` with ``seed=seeds[j]`` (and ``options=options[j]`` when non-empty).
+    def _reset_one(self, j: int, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+        """Reset env ``j`` with ``seed`` / ``options``, else its pending ones (which are consumed either way)."""
+        if seed is None:
+            seed = self.pending_seeds[j]
+        if not options:
+            options = self.pending_options[j]
+        self.pending_seeds[j] = None
+        self.pending_options[j] = None
+        if options:
+            return self.envs[j].reset(seed=seed, options=options)
+        if seed is not None:
+            return self.envs[j].reset(seed=seed)
+        return self.envs[j].reset()
 
-        :param payload: ``(seeds, options)``, one entry per env of the group.
-        :return: the reset infos (also stored in :attr:`reset_infos`).
+    def reset(self, payload: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """Reset envs, env ``j`` with ``seed=seeds[j]`` and ``options=options[j]`` (or its pending ones).
+
+        :param payload: ``(seeds, options)`` or ``(seeds, options, indices)``: one seed (or None) and one
+            options dict (empty: none) per env of the group; ``indices`` (local) limits the reset to those
+            envs (Gymnasium's ``reset_mask``), None resets all.
+        :return: the reset infos of all envs (also stored in :attr:`reset_infos`).
         """
-        seeds, options = payload
-        for j, env in enumerate(self.envs):
+        seeds, options = payload[0], payload[1]
+        indices = payload[2] if len(payload) > 2 and payload[2] is not None else range(len(self.envs))
+        for j in indices:
             try:
-                kwargs = {"options": options[j]} if options[j] else {}
-                obs, self.reset_infos[j] = env.reset(seed=seeds[j], **kwargs)
+                obs, self.reset_infos[j] = self._reset_one(j, seeds[j], options[j])
+                self.needs_reset[j] = False
+                self.dones[j] = self.terminations[j] = self.truncations[j] = False
                 self._write_obs(self.obs, j, obs)
             except Exception as exc:
                 self._fail(exc, j, Command.RESET)
                 raise
         return list(self.reset_infos)
+
+    def set_pending(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any] | None]]) -> None:
+        """``(seeds, options)``, one entry per env of the group: store each non-None seed / non-empty options
+        for that env's next reset, whether the caller or an autoreset triggers it."""
+        seeds, options = payload
+        for j, (seed, env_options) in enumerate(zip(seeds, options, strict=True)):
+            if seed is not None:
+                self.pending_seeds[j] = seed
+            if env_options:
+                self.pending_options[j] = env_options
 
     # --- attribute access and calls -------------------------------------------------------------
 

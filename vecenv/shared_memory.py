@@ -64,9 +64,10 @@ class SharedBatch:
     """The batch buffers of ``num_envs`` envs in one shared block.
 
     :ivar obs: observation batch buffer, ``(num_envs, *obs_shape)`` arrays (dict / tuple for Dict / Tuple).
-    :ivar rewards: float32 ``(num_envs,)``.
+    :ivar rewards: ``(num_envs,)``, float32 (SB3's dtype) or float64 (Gymnasium's), as created.
     :ivar dones: bool ``(num_envs,)``.
-    :ivar truncations: bool ``(num_envs,)``: whether a done env's episode was truncated.
+    :ivar terminations: bool ``(num_envs,)``: the ``terminated`` flag of each env's last step.
+    :ivar truncations: bool ``(num_envs,)``: the ``truncated`` flag of each env's last step.
     :ivar terminal_obs: ``(num_envs, *obs_shape)`` for the last observation of finished episodes when the
         observation space is a single fixed-size array (Box, Discrete, ...); None otherwise (terminal
         observations then travel pickled in the infos).
@@ -82,18 +83,20 @@ class SharedBatch:
     obs: Any
     rewards: np.ndarray
     dones: np.ndarray
+    terminations: np.ndarray
     truncations: np.ndarray
     terminal_obs: np.ndarray | None
     actions: Any
 
     @staticmethod
     def _layout(
-        observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, buffer: Any
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, Any, int]:
+        observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, buffer: Any, rewards_dtype: Any
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, Any, int]:
         alloc = _BumpAllocator(buffer)
         obs = create_batch_buffer(observation_space, num_envs, alloc)
-        rewards = alloc((num_envs,), np.dtype(np.float32))
+        rewards = alloc((num_envs,), np.dtype(rewards_dtype))
         dones = alloc((num_envs,), np.dtype(bool))
+        terminations = alloc((num_envs,), np.dtype(bool))
         truncations = alloc((num_envs,), np.dtype(bool))
         terminal_obs = None
         if isinstance(obs, np.ndarray) and is_shareable(obs):
@@ -101,7 +104,7 @@ class SharedBatch:
         actions = create_batch_buffer(action_space, num_envs, alloc)
         if not is_shareable(actions):
             actions = None
-        return obs, rewards, dones, truncations, terminal_obs, actions, alloc.offset
+        return obs, rewards, dones, terminations, truncations, terminal_obs, actions, alloc.offset
 
     @staticmethod
     def supports(observation_space: spaces.Space, action_space: spaces.Space) -> bool:
@@ -110,24 +113,31 @@ class SharedBatch:
 
     @classmethod
     def create(
-        cls, observation_space: spaces.Space, action_space: spaces.Space, num_envs: int
+        cls, observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, rewards_dtype: Any = np.float32
     ) -> tuple[SharedBatch, int]:
         """Allocate a new shared block (parent side).
 
+        :param rewards_dtype: dtype of :attr:`rewards` (workers must attach with the same one).
         :return: the batch and the file descriptor to pass to workers (close it once they have it).
         """
-        *_, size = cls._layout(observation_space, action_space, num_envs, None)
+        *_, size = cls._layout(observation_space, action_space, num_envs, None, rewards_dtype)
         fd = _anonymous_fd(size)
-        return cls.attach(observation_space, action_space, num_envs, fd, size), fd
+        return cls.attach(observation_space, action_space, num_envs, fd, size, rewards_dtype), fd
 
     @classmethod
     def attach(
-        cls, observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, fd: int, size: int
+        cls,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        num_envs: int,
+        fd: int,
+        size: int,
+        rewards_dtype: Any = np.float32,
     ) -> SharedBatch:
         """Map the block behind ``fd`` (either side); ``fd`` stays open and is the caller's to close."""
         mapping = mmap.mmap(fd, max(size, 1))
-        obs, rewards, dones, truncations, terminal_obs, actions, used = cls._layout(
-            observation_space, action_space, num_envs, mapping
+        obs, rewards, dones, terminations, truncations, terminal_obs, actions, used = cls._layout(
+            observation_space, action_space, num_envs, mapping, rewards_dtype
         )
         if used != size:
             raise RuntimeError(f"shared batch layout mismatch: {used} bytes laid out, {size} expected")
@@ -140,6 +150,7 @@ class SharedBatch:
             obs,
             rewards,
             dones,
+            terminations,
             truncations,
             terminal_obs,
             actions,

@@ -20,6 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vecenv.env_group import check_same_spaces
@@ -84,6 +85,16 @@ def _checked_batch_size(value: Any, num_envs: int) -> int:
     return int(value)
 
 
+def _checked_autoreset_mode(value: Any) -> AutoresetMode:
+    try:
+        return AutoresetMode(value)
+    except ValueError:
+        raise ValueError(
+            f"autoreset_mode must be a gymnasium.vector.AutoresetMode or one of "
+            f"{[mode.value for mode in AutoresetMode]}, got {value!r}"
+        ) from None
+
+
 def _check_env_fns(env_fns: Sequence[Callable[[], gym.Env]]) -> list[Callable[[], gym.Env]]:
     if isinstance(env_fns, (str, bytes)) or not isinstance(env_fns, Sequence):
         raise TypeError(
@@ -110,20 +121,26 @@ class WorkerVecEnv(VecEnv):
     :param workers: the workers, in env order; each owns a contiguous block of env indices.
     :param observation_space: the single-env observation space.
     :param action_space: the single-env action space.
-    :param buffers: ``(obs_buffer, rewards, dones)`` for all envs, or None to allocate them.
+    :param buffers: ``(obs_buffer, rewards, dones, terminations, truncations)`` for all envs, or None to
+        allocate them (rewards in :attr:`rewards_dtype`).
     :param action_buffer: a batch buffer the workers read actions from (shared memory), or None to send
         each worker its actions with the STEP request.
     """
+
+    #: dtype of the rewards buffer: float32 as SB3 (vecenv.gymnasium's classes use Gymnasium's float64)
+    rewards_dtype: Any = np.float32
 
     def __init__(
         self,
         workers: Sequence[Worker],
         observation_space: gym.Space,
         action_space: gym.Space,
-        buffers: tuple[Any, np.ndarray, np.ndarray] | None = None,
+        buffers: tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
         action_buffer: Any = None,
     ) -> None:
         self._workers = list(workers)
+        self.autoreset_mode: AutoresetMode = getattr(self._workers[0], "autoreset_mode", AutoresetMode.SAME_STEP)
+        self._pending_seeds_or_options = False
         # close the workers at garbage collection and at interpreter exit, whatever happens next
         self._finalizer = weakref.finalize(self, shutdown_workers, self._workers)
         self._closed = False
@@ -135,11 +152,13 @@ class WorkerVecEnv(VecEnv):
             if buffers is None:
                 buffers = (
                     create_batch_buffer(observation_space, num_envs),
-                    np.zeros((num_envs,), dtype=np.float32),
+                    np.zeros((num_envs,), dtype=self.rewards_dtype),
+                    np.zeros((num_envs,), dtype=bool),
+                    np.zeros((num_envs,), dtype=bool),
                     np.zeros((num_envs,), dtype=bool),
                 )
             self._obs_buffer: Any = buffers[0]
-            self._rewards, self._dones = buffers[1], buffers[2]
+            self._rewards, self._dones, self._terminations, self._truncations = buffers[1:5]
             self._slices: list[tuple[int, int]] = []
             self._owner: list[tuple[int, int]] = []  # env index -> (worker index, local index)
             for w, worker in enumerate(self._workers):
@@ -147,7 +166,11 @@ class WorkerVecEnv(VecEnv):
                 self._slices.append((start, stop))
                 self._owner.extend((w, j) for j in range(stop - start))
                 worker.attach(
-                    batch_slice(self._obs_buffer, start, stop), self._rewards[start:stop], self._dones[start:stop]
+                    batch_slice(self._obs_buffer, start, stop),
+                    self._rewards[start:stop],
+                    self._dones[start:stop],
+                    self._terminations[start:stop],
+                    self._truncations[start:stop],
                 )
             self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
             self._batch_size = num_envs
@@ -210,6 +233,8 @@ class WorkerVecEnv(VecEnv):
                 f"{', shape ' + str(actions.shape) if isinstance(actions, np.ndarray) else ''})"
             )
         self._check_actions(actions, self.num_envs)
+        if self._pending_seeds_or_options:
+            self._push_pending()
         space = self.action_space
         if self._action_buffer is not None:
             write_actions(space, self._action_buffer, actions)
@@ -254,15 +279,63 @@ class WorkerVecEnv(VecEnv):
             with contextlib.suppress(Exception):
                 _gather(self._workers)
         self._drain_partial()
+        self._reset_envs(None)
+        return batch_copy(self._obs_buffer)
+
+    def _reset_envs(self, env_ids: Sequence[int] | None) -> None:
+        """Reset the envs ``env_ids`` (all if None) with the pending seeds / options, which are then forgotten."""
         self._check_seeds_and_options()
-        for worker, (start, stop) in zip(self._workers, self._slices, strict=True):
-            worker.send(Command.RESET, (self._seeds[start:stop], self._options[start:stop]))
+        workers, slices = self._workers, self._slices
+        requests: list[tuple[int, list[int] | None]]
+        if env_ids is None:
+            requests = [(w, None) for w in range(len(workers))]
+        else:
+            by_worker: dict[int, list[int]] = {}
+            for env_id in env_ids:
+                w, local = self._owner[env_id]
+                by_worker.setdefault(w, []).append(local)
+            requests = list(by_worker.items())
+        for w, local_ids in requests:
+            start, stop = slices[w]
+            workers[w].send(Command.RESET, (self._seeds[start:stop], self._options[start:stop], local_ids))
         reset_infos = self.reset_infos
-        for part_reset_infos, (start, stop) in zip(_gather(self._workers), self._slices, strict=True):
+        results = _gather([workers[w] for w, _ in requests])
+        for part_reset_infos, (w, _) in zip(results, requests, strict=True):
+            start, stop = slices[w]
             reset_infos[start:stop] = part_reset_infos
         self._reset_seeds()
         self._reset_options()
-        return batch_copy(self._obs_buffer)
+        self._pending_seeds_or_options = False
+
+    def _push_pending(self) -> None:
+        """Hand the seeds / options set by :meth:`seed` / :meth:`set_options` to the envs' next resets, so an
+        autoreset honours them too (each is used once by whichever reset comes first)."""
+        self._check_seeds_and_options()
+        for worker, (start, stop) in zip(self._workers, self._slices, strict=True):
+            worker.send(Command.SET_PENDING, (self._seeds[start:stop], self._options[start:stop]))
+        _gather(self._workers)
+        self._reset_seeds()
+        self._reset_options()
+        self._pending_seeds_or_options = False
+
+    def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
+        """Set the seed of each env's NEXT reset, whether :meth:`reset` or an autoreset triggers it.
+
+        ``seed(s)`` gives env ``i`` the seed ``s + i`` (SB3); a sequence gives one seed (or None) per env;
+        ``None`` draws a random base (as SB3). Unlike SB3, a seed is not lost when an episode ends first:
+        the autoreset uses it (then it is forgotten, so the following :meth:`reset` does not reuse it).
+
+        :return: the per-env seeds.
+        :raises ValueError: if a sequence does not hold ``num_envs`` seeds.
+        """
+        seeds = super().seed(seed)
+        self._pending_seeds_or_options = True
+        return seeds
+
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        """Set the ``options`` of each env's NEXT reset (caller's or autoreset; see :meth:`seed`)."""
+        super().set_options(options)
+        self._pending_seeds_or_options = True
 
     # --- partial batches (EnvPool's send / recv contract) --------------------------------------------
 
@@ -293,6 +366,7 @@ class WorkerVecEnv(VecEnv):
         self._state = AsyncState.PARTIAL
         self._reset_seeds()
         self._reset_options()
+        self._pending_seeds_or_options = False
 
     def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
         """Start stepping only the envs ``env_ids``; env ``env_ids[k]`` receives ``actions[k]`` (EnvPool's ``send``).
@@ -318,6 +392,8 @@ class WorkerVecEnv(VecEnv):
                 f"send() needs one action per env id: {len(ids)} env ids, {num_actions(space, actions)} actions"
             )
         self._check_actions(actions, len(ids))
+        if self._pending_seeds_or_options:
+            self._push_pending()
         by_worker: dict[int, list[tuple[int, int]]] = {}
         for position, env_id in enumerate(ids):
             if env_id in self._ready:
@@ -437,7 +513,7 @@ class WorkerVecEnv(VecEnv):
             # drop the batch buffers: for worker processes they map shared memory, released with them
             self._obs_buffer = None
             self._action_buffer = None
-            self._rewards = self._dones = np.zeros((0,))
+            self._rewards = self._dones = self._terminations = self._truncations = np.zeros((0,))
 
     # --- calls on sub-envs --------------------------------------------------------------------------
 
@@ -512,16 +588,25 @@ class DummyVecEnv(WorkerVecEnv):
     Best for cheap envs, where inter-process communication costs more than the env itself.
 
     :param env_fns: callables that each return a new ``gymnasium.Env``.
+    :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`):
+        ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/autoreset.md.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
-    :raises ValueError: if two callables return the same env instance, or the envs' spaces differ.
+    :raises ValueError: if two callables return the same env instance, the envs' spaces differ, or
+        ``autoreset_mode`` is unknown.
     """
 
-    def __init__(self, env_fns: list[Callable[[], gym.Env]]) -> None:
+    def __init__(
+        self,
+        env_fns: list[Callable[[], gym.Env]],
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+    ) -> None:
         env_fns = _check_env_fns(env_fns)
-        worker = InProcessWorker(env_fns, range(len(env_fns)))
+        worker = InProcessWorker(env_fns, range(len(env_fns)), _checked_autoreset_mode(autoreset_mode))
         group = worker.group
-        super().__init__([worker], group.observation_space, group.action_space, (group.obs, group.rewards, group.dones))
+        rewards = np.zeros((len(env_fns),), dtype=self.rewards_dtype)
+        buffers = (group.obs, rewards, group.dones, group.terminations, group.truncations)
+        super().__init__([worker], group.observation_space, group.action_space, buffers)
         self.envs = group.envs
         self.keys, _, _ = obs_space_info(self.observation_space)
         self.buf_obs: OrderedDict[Any, np.ndarray] = buffer_as_obs_dict(self.observation_space, self._obs_buffer)
@@ -583,6 +668,8 @@ class SubprocVecEnv(WorkerVecEnv):
     :param batch_size: minimum number of envs :meth:`recv` returns in the partial-batch API
         (:meth:`async_reset` / :meth:`send` / :meth:`recv`); None: all envs. Results come back per worker
         group, so one env per worker (``n_workers=len(env_fns)``) gives EnvPool's exact batches.
+    :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`):
+        ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/autoreset.md.
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
         ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, or if the envs' spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
@@ -596,8 +683,10 @@ class SubprocVecEnv(WorkerVecEnv):
         n_workers: int | None = None,
         shared_memory: bool = True,
         batch_size: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     ) -> None:
         env_fns = _check_env_fns(env_fns)
+        mode = _checked_autoreset_mode(autoreset_mode)
         if n_workers is None:
             n_workers = default_n_workers()
         if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
@@ -615,13 +704,13 @@ class SubprocVecEnv(WorkerVecEnv):
         action_buffer = None
         try:
             for group in split_groups(len(env_fns), n_workers):
-                workers.append(SubprocWorker(ctx, [env_fns[i] for i in group], group))
+                workers.append(SubprocWorker(ctx, [env_fns[i] for i in group], group, mode))
             all_spaces = _call_all([worker.handshake for worker in workers])
             observation_space, action_space = all_spaces[0]
             for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
                 check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)
             if shared_memory:
-                shared, fd = SharedBatch.create(observation_space, action_space, len(env_fns))
+                shared, fd = SharedBatch.create(observation_space, action_space, len(env_fns), self.rewards_dtype)
                 try:
                     obs_in_shm = SharedBatch.supports(observation_space, action_space)
                     for worker in workers:
@@ -629,7 +718,7 @@ class SubprocVecEnv(WorkerVecEnv):
                 finally:
                     os.close(fd)
                 obs_buffer = shared.obs if obs_in_shm else create_batch_buffer(observation_space, len(env_fns))
-                buffers = (obs_buffer, shared.rewards, shared.dones)
+                buffers = (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations)
                 action_buffer = shared.actions
         except BaseException:
             with contextlib.suppress(Exception):

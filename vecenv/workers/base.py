@@ -40,7 +40,7 @@ class Worker(ABC):
         return None
 
     @abstractmethod
-    def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
+    def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
         """Give the worker the views of the batch buffers that hold its envs (filled by STEP and RESET)."""
 
     @abstractmethod

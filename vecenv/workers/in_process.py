@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.vector import AutoresetMode
 
 from vecenv.env_group import EnvGroup
 from vecenv.protocol import Command
@@ -21,17 +22,26 @@ class InProcessWorker(Worker):
 
     :param env_fns: factories of the group's envs.
     :param env_indices: their global indices.
+    :param autoreset_mode: the group's :class:`gymnasium.vector.AutoresetMode` (see :class:`EnvGroup`).
     """
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], env_indices: Sequence[int]) -> None:
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        env_indices: Sequence[int],
+        autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP,
+    ) -> None:
         super().__init__(env_indices)
-        self.group = EnvGroup(env_fns, env_indices)
+        self.group = EnvGroup(env_fns, env_indices, autoreset_mode=autoreset_mode)
+        self.autoreset_mode = self.group.autoreset_mode
         self._handler: Callable[[Any], Any] | None = None
         self._payload: Any = None
 
-    def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
+    def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
         # the group writes straight into the vector env's buffers: nothing is ever copied between them
-        self.group.obs, self.group.rewards, self.group.dones = obs_buffer, rewards, dones
+        group = self.group
+        group.obs, group.rewards, group.dones = obs_buffer, rewards, dones
+        group.terminations, group.truncations = terminations, truncations
 
     def send(self, command: Command, payload: Any) -> None:
         self._handler = self.group.handlers[command]

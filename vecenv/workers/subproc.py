@@ -43,7 +43,7 @@ from typing import Any
 
 import cloudpickle
 import gymnasium as gym
-import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from vecenv.base import CloudpickleWrapper
 from vecenv.errors import PackedException, WorkerDiedError
@@ -95,17 +95,20 @@ class _WorkerLoop:
         self.obs_in_shm = False
         self.arrays_in_shm = False
 
-    def setup(self, arg: tuple[int, int, int, int, bool]) -> None:
+    def setup(self, arg: tuple[int, int, int, int, bool, str]) -> None:
         """Map the shared batch (its fd follows this message) and write the group's rows there from now on."""
-        size, num_envs, start, stop, obs_in_shm = arg
+        size, num_envs, start, stop, obs_in_shm, rewards_dtype = arg
         fd = reduction.recv_handle(self.conn)
         try:
             group = self.group
-            self.shared = shared = SharedBatch.attach(group.observation_space, group.action_space, num_envs, fd, size)
+            self.shared = shared = SharedBatch.attach(
+                group.observation_space, group.action_space, num_envs, fd, size, rewards_dtype
+            )
         finally:
             os.close(fd)
         group.rewards = shared.rewards[start:stop]
         group.dones = shared.dones[start:stop]
+        group.terminations = shared.terminations[start:stop]
         group.truncations = shared.truncations[start:stop]
         self.arrays_in_shm = True
         if obs_in_shm:
@@ -119,7 +122,9 @@ class _WorkerLoop:
     def _arrays(self) -> tuple[Any, Any]:
         group = self.group
         obs = None if self.obs_in_shm else group.obs
-        rewards_dones = None if self.arrays_in_shm else (group.rewards, group.dones, group.truncations)
+        rewards_dones = (
+            None if self.arrays_in_shm else (group.rewards, group.dones, group.terminations, group.truncations)
+        )
         return obs, rewards_dones
 
     def step(self, actions: Any, indices: list[int] | None) -> bytes:
@@ -179,6 +184,7 @@ def worker_main(
     parent_conn: Connection | None,
     env_fns: CloudpickleWrapper,
     env_indices: list[int],
+    autoreset_mode: str = AutoresetMode.SAME_STEP.value,
 ) -> None:
     """Entry point of a worker process: build the :class:`EnvGroup`, then serve requests until CLOSE or EOF."""
     from vecenv.env_group import EnvGroup
@@ -189,7 +195,7 @@ def worker_main(
         parent_conn.close()
     _exit_when_parent_dies()
     try:
-        group = EnvGroup(env_fns.var, env_indices)
+        group = EnvGroup(env_fns.var, env_indices, autoreset_mode=autoreset_mode)
     except BaseException as exc:
         conn.send_bytes(bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc())))
         conn.close()
@@ -218,14 +224,28 @@ class SubprocWorker(Worker):
     :param ctx: a multiprocessing context (fork, forkserver or spawn).
     :param env_fns: factories of the group's envs (cloudpickled to the worker).
     :param env_indices: their global indices (contiguous).
+    :param autoreset_mode: the group's :class:`gymnasium.vector.AutoresetMode` (see :class:`EnvGroup`).
     """
 
-    def __init__(self, ctx: Any, env_fns: Sequence[Callable[[], gym.Env]], env_indices: Sequence[int]) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        env_indices: Sequence[int],
+        autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP,
+    ) -> None:
         super().__init__(env_indices)
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=worker_main,
-            args=(child_conn, self.conn, CloudpickleWrapper(list(env_fns)), self.env_indices),
+            args=(
+                child_conn,
+                self.conn,
+                CloudpickleWrapper(list(env_fns)),
+                self.env_indices,
+                self.autoreset_mode.value,
+            ),
             daemon=True,  # if the parent exits without closing, multiprocessing terminates the worker
             name=f"vecenv-worker-{self.env_indices[0]}",
         )
@@ -239,11 +259,10 @@ class SubprocWorker(Worker):
         self._poller.register(self.process.sentinel, select.POLLIN)
         self._pending: Command | None = None
         self._step_indices: Sequence[int] | None = None
-        self._buffers: tuple[Any, Any, Any] | None = None
-        # whether each env's last episode end was a truncation, and (if they live in shared memory)
-        # the last observations of finished episodes; see EnvGroup.truncations / terminal_obs
-        self._truncations = np.zeros((len(self.env_indices),), dtype=bool)
-        self._terminal_obs: np.ndarray | None = None
+        # views of the vec env's (obs, rewards, dones, terminations, truncations) rows of this group
+        self._buffers: tuple[Any, Any, Any, Any, Any] | None = None
+        # the last observations of finished episodes, if they live in shared memory (EnvGroup.terminal_obs)
+        self._terminal_obs: Any = None
         self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
 
     def handshake(self) -> tuple[gym.Space, gym.Space]:
@@ -254,19 +273,18 @@ class SubprocWorker(Worker):
     def setup_shared(self, shared: SharedBatch, fd: int, obs_in_shm: bool) -> None:
         """Send the shared batch's fd; from now on the worker writes its rows of ``shared`` in place."""
         start, stop = self.env_indices[0], self.env_indices[-1] + 1
-        arg = (shared.size, shared.num_envs, start, stop, obs_in_shm)
+        arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str)
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
         reduction.send_handle(self.conn, fd, self.process.pid)
         self._reply(self._recv_raw("setup"))
-        self._truncations = shared.truncations[start:stop]
         if obs_in_shm and shared.terminal_obs is not None:
             self._terminal_obs = shared.terminal_obs[start:stop]
 
     def wait_handles(self) -> tuple[Any, ...]:
         return (self.conn, self.process.sentinel)
 
-    def attach(self, obs_buffer: Any, rewards: Any, dones: Any) -> None:
-        self._buffers = (obs_buffer, rewards, dones)
+    def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
+        self._buffers = (obs_buffer, rewards, dones, terminations, truncations)
 
     def _where(self) -> str:
         return f"worker process {self.process.pid} (envs {self.env_indices})"
@@ -325,14 +343,11 @@ class SubprocWorker(Worker):
 
     def _store_arrays(self, obs: Any, rewards_dones: Any) -> None:
         assert self._buffers is not None, "attach() must be called before stepping"
-        obs_view, rewards_view, dones_view = self._buffers
         if obs is not None:
-            batch_assign(obs_view, obs)
+            batch_assign(self._buffers[0], obs)
         if rewards_dones is not None:
-            rewards_view[:] = rewards_dones[0]
-            dones_view[:] = rewards_dones[1]
-            if len(rewards_dones) > 2:
-                self._truncations[:] = rewards_dones[2]
+            for view, values in zip(self._buffers[1:], rewards_dones, strict=True):
+                view[:] = values
 
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
@@ -351,7 +366,9 @@ class SubprocWorker(Worker):
         reset_infos = self._reset_infos
         if not dones.any():
             return infos, reset_infos
-        truncations, terminal_obs = self._truncations, self._terminal_obs
+        terminations, truncations = self._buffers[3], self._buffers[4]
+        # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
+        terminal_obs = self._terminal_obs if self.autoreset_mode is AutoresetMode.SAME_STEP else None
         if self._step_indices is None:
             finished = [(j, j) for j in dones.nonzero()[0].tolist()]
         else:
@@ -359,7 +376,7 @@ class SubprocWorker(Worker):
         for pos, j in finished:
             reset_infos[j] = {}
             info = infos[pos]
-            if truncations[j]:
+            if truncations[j] and not terminations[j]:
                 info[_DEFAULT_INFO_KEY] = True
             # an info that already holds it got an observation that did not fit the shared array
             if terminal_obs is not None and "terminal_observation" not in info:
@@ -429,6 +446,5 @@ class SubprocWorker(Worker):
         self.conn.close()
         # drop every view of the shared block so closing the vec env unmaps it
         self._buffers = None
-        self._truncations = np.zeros((0,), dtype=bool)
         self._terminal_obs = None
         return error

@@ -56,7 +56,7 @@ class VecEnvWrapper(VecEnv):
     def step_wait(self) -> VecEnvStepReturn:
         pass
 
-    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+    def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
         return self.venv.seed(seed)
 
     def set_options(self, options: list[dict] | dict | None = None) -> None:
