@@ -9,6 +9,7 @@ import pickle
 from typing import Any
 
 import cloudpickle
+from gymnasium import error as gym_error
 
 __all__ = [
     "AlreadyPendingCallError",
@@ -24,16 +25,31 @@ class VecEnvError(Exception):
     """Base class of the errors that vecenv itself raises (as opposed to errors raised by an env)."""
 
 
-class ClosedVecEnvError(VecEnvError):
-    """An operation was requested on a vectorized environment after :meth:`~vecenv.VecEnv.close`."""
+class ClosedVecEnvError(VecEnvError, gym_error.ClosedEnvironmentError):
+    """An operation was requested on a vectorized environment after :meth:`~vecenv.VecEnv.close`.
+
+    Also a :class:`gymnasium.error.ClosedEnvironmentError`, so Gymnasium users' handlers catch it.
+    """
 
 
-class AlreadyPendingCallError(VecEnvError):
-    """``step_async`` was called while an earlier ``step_async`` had not been collected by ``step_wait``."""
+class AlreadyPendingCallError(VecEnvError, gym_error.AlreadyPendingCallError):
+    """``step_async`` was called while an earlier ``step_async`` had not been collected by ``step_wait``.
+
+    Also a :class:`gymnasium.error.AlreadyPendingCallError` (``name``: the pending call, as Gymnasium's).
+    """
+
+    def __init__(self, message: str, name: str = "step") -> None:
+        gym_error.AlreadyPendingCallError.__init__(self, message, name)
 
 
-class NoAsyncCallError(VecEnvError):
-    """``step_wait`` was called without a preceding ``step_async``."""
+class NoAsyncCallError(VecEnvError, gym_error.NoAsyncCallError):
+    """``step_wait`` was called without a preceding ``step_async``.
+
+    Also a :class:`gymnasium.error.NoAsyncCallError` (``name``: the call that was expected, as Gymnasium's).
+    """
+
+    def __init__(self, message: str, name: str = "step") -> None:
+        gym_error.NoAsyncCallError.__init__(self, message, name)
 
 
 class WorkerDiedError(VecEnvError, RuntimeError):

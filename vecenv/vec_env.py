@@ -11,6 +11,7 @@ import contextlib
 import enum
 import multiprocessing as mp
 import os
+import time
 import warnings
 import weakref
 from collections import OrderedDict
@@ -129,6 +130,8 @@ class WorkerVecEnv(VecEnv):
 
     #: dtype of the rewards buffer: float32 as SB3 (vecenv.gymnasium's classes use Gymnasium's float64)
     rewards_dtype: Any = np.float32
+    #: whether nested Dict / Tuple observation spaces are accepted (SB3 refuses them; vecenv.gymnasium not)
+    nested_spaces: bool = False
 
     def __init__(
         self,
@@ -147,7 +150,8 @@ class WorkerVecEnv(VecEnv):
         self._state = AsyncState.IDLE
         self._action_buffer = action_buffer
         try:
-            check_for_nested_spaces(observation_space)
+            if not self.nested_spaces:
+                check_for_nested_spaces(observation_space)
             num_envs = sum(len(worker.env_indices) for worker in self._workers)
             if buffers is None:
                 buffers = (
@@ -468,6 +472,26 @@ class WorkerVecEnv(VecEnv):
         index = np.asarray(env_ids, dtype=np.int64)
         return batch_take(self._obs_buffer, index), self._rewards[index], self._dones[index], infos, index
 
+    def _wait_replies(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` seconds (None: forever) until every worker has its reply ready (or died).
+
+        Nothing is consumed: the replies are collected afterwards as usual. In-process workers are always
+        ready (they run the request when it is collected).
+
+        :return: whether everything was ready in time.
+        """
+        handles = []
+        for worker in self._workers:
+            worker_handles = worker.wait_handles()
+            if worker_handles is not None and getattr(worker, "_pending", None) is not None:
+                handles.append(worker_handles)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for conn, sentinel in handles:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not mp_wait([conn, sentinel], remaining):
+                return False
+        return True
+
     def _wait_any(self) -> int:
         """Index of a worker in flight whose reply is ready (or that died)."""
         handles: dict[Any, int] = {}
@@ -608,8 +632,9 @@ class DummyVecEnv(WorkerVecEnv):
         buffers = (group.obs, rewards, group.dones, group.terminations, group.truncations)
         super().__init__([worker], group.observation_space, group.action_space, buffers)
         self.envs = group.envs
-        self.keys, _, _ = obs_space_info(self.observation_space)
-        self.buf_obs: OrderedDict[Any, np.ndarray] = buffer_as_obs_dict(self.observation_space, self._obs_buffer)
+        if not self.nested_spaces:  # SB3's attributes (defined for SB3's non-nested spaces)
+            self.keys, _, _ = obs_space_info(self.observation_space)
+            self.buf_obs: OrderedDict[Any, np.ndarray] = buffer_as_obs_dict(self.observation_space, self._obs_buffer)
         self.buf_rews = self._rewards
         self.buf_dones = self._dones
         self.metadata = self.envs[0].metadata
