@@ -170,6 +170,8 @@ class EnvGroup:
         #: seed / options for each env's next reset (see :meth:`set_pending`); None: none pending
         self.pending_seeds: list[int | None] = [None] * n
         self.pending_options: list[dict[str, Any] | None] = [None] * n
+        #: NEXT_STEP mode: local indices of the envs the last :meth:`step` reset (instead of stepping them)
+        self.reset_by_last_step: list[int] = []
         #: if set (a ``(k, *obs_shape)`` array, by worker processes whose observations live in shared
         #: memory), the last observation of a finished episode is written there instead of into
         #: ``info["terminal_observation"]`` when it has the buffer's dtype and shape; the worker's
@@ -226,6 +228,8 @@ class EnvGroup:
         ended: list[int] = []
         ended_terminated: list[int] = []
         ended_truncated: list[int] = []
+        if next_step:
+            self.reset_by_last_step = [j for j in stepped if needs_reset[j]]
         for j in stepped:
             env = envs[j]
             try:

@@ -136,7 +136,12 @@ class _WorkerLoop:
         sparse_infos = [(pos, info) for pos, info in enumerate(infos) if len(info) > 1]
         dones = group.dones
         stepped = range(len(dones)) if indices is None else indices
-        sparse_resets = [(j, reset_infos[j]) for j in stepped if dones[j] and reset_infos[j]] if dones.any() else []
+        if group.autoreset_mode is AutoresetMode.SAME_STEP:
+            # the parent knows which envs reset (the done ones) and assumes empty reset infos for them
+            sparse_resets = [(j, reset_infos[j]) for j in stepped if dones[j] and reset_infos[j]] if dones.any() else []
+        else:
+            # NEXT_STEP: the envs reset by this step are the ones that were done before it: name them all
+            sparse_resets = [(j, reset_infos[j]) for j in group.reset_by_last_step]
         obs, rewards_dones = self._arrays()
         if not sparse_infos and not sparse_resets and obs is None and rewards_dones is None:
             return OK_EMPTY
@@ -364,25 +369,28 @@ class SubprocWorker(Worker):
         for pos, info in sparse_infos:
             infos[pos] = info
         reset_infos = self._reset_infos
+        for j, reset_info in sparse_resets:
+            reset_infos[j] = reset_info
         if not dones.any():
             return infos, reset_infos
         terminations, truncations = self._buffers[3], self._buffers[4]
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
-        terminal_obs = self._terminal_obs if self.autoreset_mode is AutoresetMode.SAME_STEP else None
+        terminal_obs = self._terminal_obs if same_step else None
         if self._step_indices is None:
             finished = [(j, j) for j in dones.nonzero()[0].tolist()]
         else:
             finished = [(pos, j) for pos, j in enumerate(stepped) if dones[j]]
+        sent = {j for j, _ in sparse_resets}
         for pos, j in finished:
-            reset_infos[j] = {}
+            if same_step and j not in sent:
+                reset_infos[j] = {}
             info = infos[pos]
             if truncations[j] and not terminations[j]:
                 info[_DEFAULT_INFO_KEY] = True
             # an info that already holds it got an observation that did not fit the shared array
             if terminal_obs is not None and "terminal_observation" not in info:
                 info["terminal_observation"] = terminal_obs[j].copy()
-        for j, reset_info in sparse_resets:
-            reset_infos[j] = reset_info
         return infos, reset_infos
 
     def _recv_raw(self, doing: str) -> bytes:
