@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import multiprocessing as mp
 import os
 import time
@@ -25,7 +26,7 @@ from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vecenv.env_group import check_same_spaces
-from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError
+from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError, WorkerDiedError
 from vecenv.protocol import Command
 from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import (
@@ -43,6 +44,7 @@ from vecenv.spaces import (
     write_actions,
 )
 from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers
+from vecenv.workers.subproc import _SharedFd
 
 __all__ = ["DummyVecEnv", "SubprocVecEnv", "WorkerVecEnv"]
 
@@ -144,6 +146,10 @@ class WorkerVecEnv(VecEnv):
         self._workers = list(workers)
         self.autoreset_mode: AutoresetMode = getattr(self._workers[0], "autoreset_mode", AutoresetMode.SAME_STEP)
         self._pending_seeds_or_options = False
+        #: opt-in restarts of dead / timed-out workers (SubprocVecEnv's max_restarts) and how many happened
+        self.max_restarts = 0
+        self.restarts = 0
+        self._dead: dict[int, BaseException] = {}  # worker -> why it must be restarted at the next step_wait
         # close the workers at garbage collection and at interpreter exit, whatever happens next
         self._finalizer = weakref.finalize(self, shutdown_workers, self._workers)
         self._closed = False
@@ -240,13 +246,17 @@ class WorkerVecEnv(VecEnv):
         if self._pending_seeds_or_options:
             self._push_pending()
         space = self.action_space
-        if self._action_buffer is not None:
+        shared_actions = self._action_buffer is not None
+        if shared_actions:
             write_actions(space, self._action_buffer, actions)
-            for worker in self._workers:
-                worker.send(Command.STEP, (None, None))
-        else:
-            for worker, (start, stop) in zip(self._workers, self._slices, strict=True):
-                worker.send(Command.STEP, (split_actions(space, actions, start, stop), None))
+        for w, (worker, (start, stop)) in enumerate(zip(self._workers, self._slices, strict=True)):
+            payload = (None, None) if shared_actions else (split_actions(space, actions, start, stop), None)
+            try:
+                worker.send(Command.STEP, payload)
+            except WorkerDiedError as exc:
+                if self.restarts >= self.max_restarts:
+                    raise
+                self._dead[w] = exc  # restarted by step_wait
         self.actions = actions
         self._state = AsyncState.WAITING_STEP
 
@@ -264,11 +274,50 @@ class WorkerVecEnv(VecEnv):
         self._state = AsyncState.IDLE
         infos: list[dict[str, Any]] = []
         reset_infos = self.reset_infos
-        for (part_infos, part_reset_infos), (start, stop) in zip(_gather(self._workers), self._slices, strict=True):
+        calls = [functools.partial(self._recv_step, w) for w in range(len(self._workers))]
+        for (part_infos, part_reset_infos), (start, stop) in zip(_call_all(calls), self._slices, strict=True):
             infos.extend(part_infos)
             reset_infos[start:stop] = part_reset_infos
         self._last_infos = infos
         return batch_copy(self._obs_buffer), self._rewards.copy(), self._dones.copy(), infos
+
+    # --- worker restarts (opt-in: max_restarts) ---------------------------------------------------------
+
+    def _recv_step(self, w: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Worker ``w``'s step result; a dead or timed-out worker is restarted while the budget lasts."""
+        exc = self._dead.pop(w, None)
+        if exc is None:
+            try:
+                result: tuple[list[dict[str, Any]], list[dict[str, Any]]] = self._workers[w].recv()
+                return result
+            except (WorkerDiedError, TimeoutError) as error:
+                if self.restarts >= self.max_restarts:
+                    raise
+                exc = error
+        return self._restart(w, exc)
+
+    def _restart(self, w: int, cause: BaseException) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Restart worker ``w`` after ``cause``; its envs report a truncated episode end (see docs)."""
+        worker = self._workers[w]
+        self.restarts += 1
+        warnings.warn(
+            f"vecenv: restarting the worker of envs {worker.env_indices} (restart {self.restarts} of "
+            f"max_restarts={self.max_restarts}) after: {type(cause).__name__}: {cause}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        reset_infos = worker.restart()
+        start, stop = self._slices[w]
+        self._rewards[start:stop] = 0.0
+        self._dones[start:stop] = True
+        self._terminations[start:stop] = False
+        self._truncations[start:stop] = True
+        cause_text = f"{type(cause).__name__}: {cause}"
+        infos = [
+            {"TimeLimit.truncated": True, "vecenv.restarted": True, "vecenv.restart_cause": cause_text}
+            for _ in worker.env_indices
+        ]
+        return infos, reset_infos
 
     def reset(self) -> VecEnvObs:
         """Reset every env (with the seeds / options set by :meth:`seed` / :meth:`set_options`, then forgotten).
@@ -301,7 +350,15 @@ class WorkerVecEnv(VecEnv):
             requests = list(by_worker.items())
         for w, local_ids in requests:
             start, stop = slices[w]
-            workers[w].send(Command.RESET, (self._seeds[start:stop], self._options[start:stop], local_ids))
+            payload = (self._seeds[start:stop], self._options[start:stop], local_ids)
+            try:
+                workers[w].send(Command.RESET, payload)
+            except WorkerDiedError as exc:
+                if self.restarts >= self.max_restarts:
+                    raise
+                self._dead.pop(w, None)
+                self._restart(w, exc)
+                workers[w].send(Command.RESET, payload)
         reset_infos = self.reset_infos
         results = _gather([workers[w] for w, _ in requests])
         for part_reset_infos, (w, _) in zip(results, requests, strict=True):
@@ -695,6 +752,14 @@ class SubprocVecEnv(WorkerVecEnv):
         group, so one env per worker (``n_workers=len(env_fns)``) gives EnvPool's exact batches.
     :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`):
         ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/autoreset.md.
+    :param step_timeout: seconds a worker may take to step its envs; a worker that does not answer in time
+        is killed and :class:`TimeoutError` names its envs (None: wait forever, still watching for death).
+    :param reset_timeout: the same for resets.
+    :param max_restarts: how many times (in total) a dead or timed-out worker is restarted from its env
+        factories instead of raising: its envs then return a fresh first observation with ``dones=True``,
+        ``infos[i]["TimeLimit.truncated"] = True`` and ``infos[i]["vecenv.restarted"] = True`` (and the cause
+        in ``infos[i]["vecenv.restart_cause"]``), and a :class:`RuntimeWarning` names the cause. Over the
+        budget the error is raised as without restarts. See docs/reliability.md.
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
         ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, or if the envs' spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
@@ -709,9 +774,17 @@ class SubprocVecEnv(WorkerVecEnv):
         shared_memory: bool = True,
         batch_size: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        step_timeout: float | None = None,
+        reset_timeout: float | None = None,
+        max_restarts: int = 0,
     ) -> None:
         env_fns = _check_env_fns(env_fns)
         mode = _checked_autoreset_mode(autoreset_mode)
+        for name, value in (("step_timeout", step_timeout), ("reset_timeout", reset_timeout)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
+        if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
+            raise ValueError(f"max_restarts must be a non-negative integer, got {max_restarts!r}")
         if n_workers is None:
             n_workers = default_n_workers()
         if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
@@ -729,19 +802,23 @@ class SubprocVecEnv(WorkerVecEnv):
         action_buffer = None
         try:
             for group in split_groups(len(env_fns), n_workers):
-                workers.append(SubprocWorker(ctx, [env_fns[i] for i in group], group, mode))
+                worker = SubprocWorker(ctx, [env_fns[i] for i in group], group, mode)
+                worker.step_timeout, worker.reset_timeout = step_timeout, reset_timeout
+                workers.append(worker)
             all_spaces = _call_all([worker.handshake for worker in workers])
             observation_space, action_space = all_spaces[0]
             for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
                 check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)
             if shared_memory:
-                shared, fd = SharedBatch.create(observation_space, action_space, len(env_fns), self.rewards_dtype)
+                shared, raw_fd = SharedBatch.create(observation_space, action_space, len(env_fns), self.rewards_dtype)
+                fd = _SharedFd(raw_fd)
                 try:
                     obs_in_shm = SharedBatch.supports(observation_space, action_space)
                     for worker in workers:
                         worker.setup_shared(shared, fd, obs_in_shm)
                 finally:
-                    os.close(fd)
+                    if not max_restarts:  # kept open (closed with the workers) to set up restarted workers
+                        fd.close()
                 obs_buffer = shared.obs if obs_in_shm else create_batch_buffer(observation_space, len(env_fns))
                 buffers = (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations)
                 action_buffer = shared.actions
@@ -753,5 +830,15 @@ class SubprocVecEnv(WorkerVecEnv):
         self.shared_memory = shared_memory
         if batch_size is not None:
             self.batch_size = int(batch_size)
-        self.processes = [worker.process for worker in workers]
-        self.remotes = [worker.conn for worker in workers]
+        self.max_restarts = int(max_restarts)
+        self.step_timeout, self.reset_timeout = step_timeout, reset_timeout
+
+    @property
+    def processes(self) -> list[Any]:
+        """The worker processes (``multiprocessing.Process``), one per worker group (SB3 attribute)."""
+        return [worker.process for worker in self._workers]  # type: ignore[attr-defined]
+
+    @property
+    def remotes(self) -> list[Any]:
+        """The parent ends of the worker pipes (SB3 attribute)."""
+        return [worker.conn for worker in self._workers]  # type: ignore[attr-defined]

@@ -43,6 +43,14 @@ class Worker(ABC):
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
         """Give the worker the views of the batch buffers that hold its envs (filled by STEP and RESET)."""
 
+    def restart(self) -> list[dict[str, Any]]:
+        """Replace the group with a fresh one built from its env factories and reset it (worker processes only).
+
+        :return: the reset infos of the group.
+        :raises NotImplementedError: for backends that cannot restart (the in-process worker).
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot restart its envs")
+
     @abstractmethod
     def shutdown_begin(self) -> None:
         """Ask the group to close its envs (non-blocking where the backend allows)."""

@@ -210,6 +210,18 @@ def worker_main(
     conn.close()
 
 
+class _SharedFd:
+    """The shared block's file descriptor, kept open so restarted workers can map the block; closed once."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 def _describe_exit(exitcode: int | None) -> str:
     if exitcode is None:
         return "is unresponsive"
@@ -241,13 +253,31 @@ class SubprocWorker(Worker):
     ) -> None:
         super().__init__(env_indices)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self._ctx = ctx
+        self._env_fns = CloudpickleWrapper(list(env_fns))
+        #: seconds to wait for a STEP / RESET reply before the worker is killed (None: forever)
+        self.step_timeout: float | None = None
+        self.reset_timeout: float | None = None
+        #: kept for :meth:`restart`: the shared block (fd stays open until shutdown) and its arguments
+        self._shared: tuple[SharedBatch, _SharedFd, bool] | None = None
+        self._start_process()
+        self._pending: Command | None = None
+        self._step_indices: Sequence[int] | None = None
+        # views of the vec env's (obs, rewards, dones, terminations, truncations) rows of this group
+        self._buffers: tuple[Any, Any, Any, Any, Any] | None = None
+        # the last observations of finished episodes, if they live in shared memory (EnvGroup.terminal_obs)
+        self._terminal_obs: Any = None
+        self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
+
+    def _start_process(self) -> None:
+        ctx = self._ctx
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=worker_main,
             args=(
                 child_conn,
                 self.conn,
-                CloudpickleWrapper(list(env_fns)),
+                self._env_fns,
                 self.env_indices,
                 self.autoreset_mode.value,
             ),
@@ -262,25 +292,19 @@ class SubprocWorker(Worker):
         self._poller = select.poll()
         self._poller.register(self._conn_fd, select.POLLIN)
         self._poller.register(self.process.sentinel, select.POLLIN)
-        self._pending: Command | None = None
-        self._step_indices: Sequence[int] | None = None
-        # views of the vec env's (obs, rewards, dones, terminations, truncations) rows of this group
-        self._buffers: tuple[Any, Any, Any, Any, Any] | None = None
-        # the last observations of finished episodes, if they live in shared memory (EnvGroup.terminal_obs)
-        self._terminal_obs: Any = None
-        self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
 
     def handshake(self) -> tuple[gym.Space, gym.Space]:
         """Wait for the worker to build its envs; return ``(observation_space, action_space)``."""
         spaces: tuple[gym.Space, gym.Space] = self._reply(self._recv_raw("env construction"))
         return spaces
 
-    def setup_shared(self, shared: SharedBatch, fd: int, obs_in_shm: bool) -> None:
+    def setup_shared(self, shared: SharedBatch, fd: _SharedFd, obs_in_shm: bool) -> None:
         """Send the shared batch's fd; from now on the worker writes its rows of ``shared`` in place."""
+        self._shared = (shared, fd, obs_in_shm)
         start, stop = self.env_indices[0], self.env_indices[-1] + 1
         arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str)
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
-        reduction.send_handle(self.conn, fd, self.process.pid)
+        reduction.send_handle(self.conn, fd.fd, self.process.pid)
         self._reply(self._recv_raw("setup"))
         if obs_in_shm and shared.terminal_obs is not None:
             self._terminal_obs = shared.terminal_obs[start:stop]
@@ -297,7 +321,7 @@ class SubprocWorker(Worker):
     def _send_bytes(self, data: bytes, doing: str) -> None:
         try:
             self.conn.send_bytes(data)
-        except (BrokenPipeError, ConnectionResetError, EOFError) as exc:
+        except (OSError, EOFError) as exc:  # broken pipe, reset, or closed after kill()
             raise self._died(doing) from exc
 
     def send(self, command: Command, payload: Any) -> None:
@@ -395,7 +419,19 @@ class SubprocWorker(Worker):
 
     def _recv_raw(self, doing: str) -> bytes:
         conn = self.conn
-        if not any(fd == self._conn_fd for fd, _ in self._poller.poll()):
+        timeout = self.step_timeout if self._pending is Command.STEP else None
+        if self._pending is Command.RESET:
+            timeout = self.reset_timeout
+        ready = self._poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
+        if not ready:
+            self._pending = None
+            self.kill()
+            raise TimeoutError(
+                f"envs {self.env_indices} did not finish {doing} within {timeout} s (step_timeout / "
+                f"reset_timeout): their worker process {self.process.pid} was killed. Raise the timeout, or set "
+                "max_restarts to restart the worker and go on."
+            )
+        if not any(fd == self._conn_fd for fd, _ in ready):
             # the poll set woke up for the sentinel alone: the worker is gone
             self._pending = None
             raise self._died(doing)
@@ -412,6 +448,32 @@ class SubprocWorker(Worker):
             f"{_describe_exit(self.process.exitcode)} during {doing}. If an env crashes the interpreter "
             "(native code, os._exit), run it under DummyVecEnv to see the error directly."
         )
+
+    # --- restarts -------------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        """End the worker process at once (SIGKILL) and close its pipe; the handle can :meth:`restart`."""
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5.0)
+        self.conn.close()
+        self._pending = None
+
+    def restart(self) -> list[dict[str, Any]]:
+        """Replace a dead (or killed) worker process: rebuild its envs from their factories, map the shared
+        block again and reset every env (no seed). The envs' first observations are in the buffers.
+
+        :return: the reset infos of the group.
+        :raises Exception: whatever building, setting up or resetting the new worker raised.
+        """
+        self.kill()
+        self._start_process()
+        self.handshake()
+        if self._shared is not None:
+            self.setup_shared(*self._shared)
+        self.send(Command.RESET, ([None] * len(self.env_indices), [{}] * len(self.env_indices)))
+        reset_infos: list[dict[str, Any]] = self.recv()
+        return reset_infos
 
     # --- shutdown -------------------------------------------------------------------------------
 
@@ -455,4 +517,7 @@ class SubprocWorker(Worker):
         # drop every view of the shared block so closing the vec env unmaps it
         self._buffers = None
         self._terminal_obs = None
+        if self._shared is not None:
+            self._shared[1].close()
+            self._shared = None
         return error
