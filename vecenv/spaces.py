@@ -304,24 +304,44 @@ def split_actions(action_space: spaces.Space, actions: Any, start: int, stop: in
     """
     if isinstance(actions, np.ndarray):
         return actions[start:stop]
-    if isinstance(action_space, spaces.Dict) and isinstance(actions, Mapping):
-        keys = list(actions.keys())
-        return [{key: actions[key][i] for key in keys} for i in range(start, stop)]
-    if isinstance(action_space, spaces.Tuple) and _is_batched_tuple(action_space, actions):
-        return [tuple(part[i] for part in actions) for i in range(start, stop)]
+    if _is_batched(action_space, actions) and not isinstance(actions, np.ndarray):
+        return [_action_at(action_space, actions, i) for i in range(start, stop)]
     return actions[start:stop]
 
 
+def _action_at(space: spaces.Space, actions: Any, i: int) -> Any:
+    """Env ``i``'s action from a batched (possibly nested) Dict / Tuple of arrays."""
+    if isinstance(space, spaces.Dict) and isinstance(actions, Mapping):
+        return {key: _action_at(space.spaces[key], value, i) for key, value in actions.items()}
+    if isinstance(space, spaces.Tuple) and isinstance(actions, tuple):
+        return tuple(_action_at(sub, part, i) for sub, part in zip(space.spaces, actions, strict=True))
+    return actions[i]
+
+
+def _is_batched(space: spaces.Space, actions: Any) -> bool:
+    """True for a batch: an array with one more axis than ``space``, or (recursively) a dict / tuple of batches."""
+    if isinstance(space, spaces.Dict):
+        return isinstance(actions, Mapping)
+    if isinstance(space, spaces.Tuple):
+        return _is_batched_tuple(space, actions)
+    return isinstance(actions, np.ndarray) and space.shape is not None and actions.ndim == len(space.shape) + 1
+
+
 def _is_batched_tuple(action_space: spaces.Tuple, actions: Any) -> bool:
-    """True for a tuple of per-component batched arrays (each with one more axis than its sub-space)."""
+    """True for a tuple of per-component batches (arrays with one more axis than their sub-space, recursively)."""
     return (
         isinstance(actions, tuple)
         and len(actions) == len(action_space.spaces)
-        and all(
-            isinstance(part, np.ndarray) and sub.shape is not None and part.ndim == len(sub.shape) + 1
-            for part, sub in zip(actions, action_space.spaces, strict=True)
-        )
+        and all(_is_batched(sub, part) for part, sub in zip(actions, action_space.spaces, strict=True))
     )
+
+
+def _first_leaf(actions: Any) -> Any:
+    while isinstance(actions, (Mapping, tuple)) and not isinstance(actions, np.ndarray):
+        if not actions:
+            return None
+        actions = next(iter(actions.values())) if isinstance(actions, Mapping) else actions[0]
+    return actions
 
 
 def _check_value_range(name: str, batch: np.ndarray, low: Any, high: Any, space: spaces.Space) -> None:
@@ -421,10 +441,9 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def num_actions(action_space: spaces.Space, actions: Any) -> int:
     """Number of envs a batch of actions covers (see :func:`split_actions` for the accepted layouts)."""
-    if isinstance(action_space, spaces.Dict) and isinstance(actions, Mapping):
-        return len(next(iter(actions.values()))) if actions else 0
-    if isinstance(action_space, spaces.Tuple) and _is_batched_tuple(action_space, actions):
-        return len(actions[0]) if actions else 0
+    if isinstance(action_space, (spaces.Dict, spaces.Tuple)) and _is_batched(action_space, actions):
+        leaf = _first_leaf(actions)
+        return 0 if leaf is None else len(leaf)
     return len(actions)
 
 

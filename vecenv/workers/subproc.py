@@ -414,7 +414,7 @@ class SubprocWorker(Worker):
                 info[_DEFAULT_INFO_KEY] = True
             # an info that already holds it got an observation that did not fit the shared array
             if terminal_obs is not None and "terminal_observation" not in info:
-                info["terminal_observation"] = terminal_obs[j].copy()
+                info["terminal_observation"] = terminal_obs[j, ...].copy()  # 0-d rows stay arrays
         return infos, reset_infos
 
     def _recv_raw(self, doing: str) -> bytes:
