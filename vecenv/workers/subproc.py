@@ -29,6 +29,7 @@ worker is an error, not a hang.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import select
@@ -467,6 +468,8 @@ class SubprocWorker(Worker):
         :raises Exception: whatever building, setting up or resetting the new worker raised.
         """
         self.kill()
+        with contextlib.suppress(ValueError):  # release the old Process object's sentinel pipe
+            self.process.close()
         self._start_process()
         self.handshake()
         if self._shared is not None:
