@@ -202,7 +202,7 @@ def worker_main(
     _exit_when_parent_dies()
     try:
         group = EnvGroup(env_fns.var, env_indices, autoreset_mode=autoreset_mode)
-    except BaseException as exc:
+    except Exception as exc:  # SystemExit & co. end the worker, as in step: the parent reports the exit code
         conn.send_bytes(bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc())))
         conn.close()
         return
@@ -483,11 +483,15 @@ class SubprocWorker(Worker):
     def shutdown_begin(self) -> None:
         if not self.process.is_alive():
             return
+        self._stale_replies = 0
         if self._pending is not None:
-            # collect the outstanding reply so the worker is free to read CLOSE
+            # collect the outstanding reply so the worker is free to read CLOSE; if it is still busy, its
+            # late reply will arrive before the CLOSE reply and must be skipped (shutdown_end)
             try:
                 if self.conn.poll(1.0):
                     self.conn.recv_bytes()
+                else:
+                    self._stale_replies = 1
             except (EOFError, OSError):
                 pass
             self._pending = None
@@ -501,6 +505,9 @@ class SubprocWorker(Worker):
         error: BaseException | None = None
         if self._pending is Command.CLOSE:
             try:
+                for _ in range(getattr(self, "_stale_replies", 0)):  # an abandoned step's late reply
+                    if self.conn.poll(max(0.0, deadline - time.monotonic())):
+                        self.conn.recv_bytes()
                 if self.conn.poll(max(0.0, deadline - time.monotonic())):
                     self._reply(self.conn.recv_bytes())
             except (EOFError, OSError):
