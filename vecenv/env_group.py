@@ -124,7 +124,7 @@ class EnvGroup:
     :param env_fns: factories of the group's envs.
     :param env_indices: global index of each env in the vector env (used in error messages).
     :param obs_buffer: batch buffer to write observations into (``(k, *obs_shape)`` arrays); allocated if None.
-    :param rewards: float32 array ``(k,)`` to write rewards into; allocated if None.
+    :param rewards: array ``(k,)`` to write rewards into (the vector env's dtype); float64 if None.
     :param dones: bool array ``(k,)`` to write dones into; allocated if None.
     :param autoreset_mode: a :class:`gymnasium.vector.AutoresetMode` (or its value); ``SAME_STEP`` by default.
     :raises TypeError: if a factory is not callable or does not return a ``gymnasium.Env``.
@@ -160,7 +160,9 @@ class EnvGroup:
         except BaseException:
             self.close_quietly()
             raise
-        self.rewards = np.zeros((n,), dtype=np.float32) if rewards is None else rewards
+        # float64 unless a buffer is given: a worker without shared memory sends these to the parent, whose
+        # buffer has the vector env's rewards_dtype (float64 for vecenv.gymnasium; float32 casts identically)
+        self.rewards = np.zeros((n,), dtype=np.float64) if rewards is None else rewards
         self.dones = np.zeros((n,), dtype=bool) if dones is None else dones
         #: bool ``(k,)``: the ``terminated`` / ``truncated`` flags of each env's last step (both may be set)
         self.terminations = np.zeros((n,), dtype=bool)

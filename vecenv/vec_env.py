@@ -337,6 +337,13 @@ class WorkerVecEnv(VecEnv):
 
     def _reset_envs(self, env_ids: Sequence[int] | None) -> None:
         """Reset the envs ``env_ids`` (all if None) with the pending seeds / options, which are then forgotten."""
+        self._collect_reset(self._send_reset(env_ids))
+
+    def _send_reset(self, env_ids: Sequence[int] | None) -> list[tuple[int, list[int] | None]]:
+        """First half of :meth:`_reset_envs`: send the RESET requests (restarting dead workers if allowed).
+
+        :return: the requests ``(worker, local ids or None)`` to pass to :meth:`_collect_reset`.
+        """
         self._check_seeds_and_options()
         workers, slices = self._workers, self._slices
         requests: list[tuple[int, list[int] | None]]
@@ -348,25 +355,31 @@ class WorkerVecEnv(VecEnv):
                 w, local = self._owner[env_id]
                 by_worker.setdefault(w, []).append(local)
             requests = list(by_worker.items())
-        for w, local_ids in requests:
-            start, stop = slices[w]
-            payload = (self._seeds[start:stop], self._options[start:stop], local_ids)
-            try:
-                workers[w].send(Command.RESET, payload)
-            except WorkerDiedError as exc:
-                if self.restarts >= self.max_restarts:
-                    raise
-                self._dead.pop(w, None)
-                self._restart(w, exc)
-                workers[w].send(Command.RESET, payload)
+        try:
+            for w, local_ids in requests:
+                start, stop = slices[w]
+                payload = (self._seeds[start:stop], self._options[start:stop], local_ids)
+                try:
+                    workers[w].send(Command.RESET, payload)
+                except WorkerDiedError as exc:
+                    if self.restarts >= self.max_restarts:
+                        raise
+                    self._dead.pop(w, None)
+                    self._restart(w, exc)
+                    workers[w].send(Command.RESET, payload)
+        finally:
+            self._reset_seeds()
+            self._reset_options()
+            self._pending_seeds_or_options = False
+        return requests
+
+    def _collect_reset(self, requests: list[tuple[int, list[int] | None]]) -> None:
+        """Second half of :meth:`_reset_envs`: wait for the replies and store the reset infos."""
         reset_infos = self.reset_infos
-        results = _gather([workers[w] for w, _ in requests])
+        results = _gather([self._workers[w] for w, _ in requests])
         for part_reset_infos, (w, _) in zip(results, requests, strict=True):
-            start, stop = slices[w]
+            start, stop = self._slices[w]
             reset_infos[start:stop] = part_reset_infos
-        self._reset_seeds()
-        self._reset_options()
-        self._pending_seeds_or_options = False
 
     def _push_pending(self) -> None:
         """Hand the seeds / options set by :meth:`seed` / :meth:`set_options` to the envs' next resets, so an

@@ -378,6 +378,11 @@ def check_targets(df: Any) -> list[TargetResult]:
         _ratio_target(df, "cartpole", 64, subproc, PLAIN, 1.25),
         _ratio_target(df, "cpu", 16, subproc, PLAIN, 1.5),
         _ratio_target(df, "image", 16, subproc, "gym-async", 5),
+        # vecenv.gymnasium.AsyncVectorEnv must beat Gymnasium's own AsyncVectorEnv (issue #7)
+        *(
+            _ratio_target(df, workload, 16, "vecenv-gym-async", "gym-async", 1)
+            for workload in ("cartpole", "image", "cpu")
+        ),
     ]
     for workload in dict.fromkeys(df["workload"]):
         results.extend(_overhead_targets(df, str(workload), "vecenv-dummy", "sb3-dummy", 1.5, 16))
@@ -402,6 +407,8 @@ _STYLES: dict[str, dict[str, Any]] = {
     "sb3-subproc": {"color": "tab:orange", "marker": "s", "linewidth": 1.2, "linestyle": ":"},
     "gym-sync": {"color": "tab:green", "marker": "^", "linewidth": 1.2, "linestyle": "-."},
     "gym-async": {"color": "tab:olive", "marker": "v", "linewidth": 1.2, "linestyle": "-."},
+    "vecenv-gym-sync": {"color": "tab:blue", "marker": "^", "linewidth": 1.8, "linestyle": "--"},
+    "vecenv-gym-async": {"color": "tab:red", "marker": "v", "linewidth": 1.8, "linestyle": "--"},
 }
 _VARIANT_COLORS = ["tab:purple", "tab:brown", "tab:pink", "tab:gray"]
 

@@ -226,6 +226,19 @@ def _build_gym_async(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None)
     return GymVectorAdapter(gym.vector.AsyncVectorEnv(list(env_fns), shared_memory=True), seed)
 
 
+def _build_vecenv_gym_sync(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None) -> BenchBackend:
+    from vecenv.gymnasium import SyncVectorEnv
+
+    return GymVectorAdapter(SyncVectorEnv(list(env_fns)), seed)
+
+
+def _build_vecenv_gym_async(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None) -> BenchBackend:
+    from vecenv.gymnasium import AsyncVectorEnv
+
+    kwargs: dict[str, Any] = {} if n_workers is None else {"n_workers": n_workers}
+    return GymVectorAdapter(AsyncVectorEnv(list(env_fns), shared_memory=True, **kwargs), seed)
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """A backend of the benchmark.
@@ -312,6 +325,23 @@ BACKENDS: dict[str, BackendSpec] = {
             "gymnasium",
             False,
             _build_gym_async,
+        ),
+        BackendSpec(
+            "vecenv-gym-sync",
+            "vecenv.gymnasium.SyncVectorEnv (Gymnasium's API, next-step autoreset)",
+            "vecenv",
+            True,
+            _build_vecenv_gym_sync,
+            imports=("vecenv.gymnasium",),
+        ),
+        BackendSpec(
+            "vecenv-gym-async",
+            "vecenv.gymnasium.AsyncVectorEnv (Gymnasium's API, default n_workers)",
+            "vecenv",
+            False,
+            _build_vecenv_gym_async,
+            imports=("vecenv.gymnasium",),
+            preload=("vecenv.gymnasium", "vecenv.bench.workloads"),
         ),
     )
 }
