@@ -449,6 +449,11 @@ def mapped_paths(pid: int | str) -> str:
         return f.read()
 
 
+def shm_mappings(pid: int | str) -> set[str]:
+    """Paths under /dev/shm that process ``pid`` maps."""
+    return {token for line in mapped_paths(pid).splitlines() for token in line.split() if token.startswith("/dev/shm/")}
+
+
 @pytest.mark.parametrize("start_method", START_METHODS)
 def test_shared_block_is_anonymous(start_method):
     """The block is a memfd mapped by the parent and by every worker; /dev/shm never changes."""
@@ -459,11 +464,13 @@ def test_shared_block_is_anonymous(start_method):
         venv.step(np.zeros((3, 6, 5, 3), dtype=np.uint8))
         assert dev_shm() == before
         assert "memfd:vecenv-batch" in mapped_paths("self")
+        # with fork, a worker inherits the parent's mappings (multiprocessing semaphores, or heap arenas of
+        # other libraries' shared memory, e.g. Gymnasium's AsyncVectorEnv used earlier in this process): not ours
+        inherited = shm_mappings("self")
         for process in venv.processes:
             maps = mapped_paths(process.pid)
             assert "memfd:vecenv-batch" in maps
-            # (with fork, a worker inherits the parent's mappings, e.g. multiprocessing semaphores: not ours)
-            assert not [line for line in maps.splitlines() if "/dev/shm/" in line and "/dev/shm/sem." not in line]
+            assert not {path for path in shm_mappings(process.pid) if not path.startswith("/dev/shm/sem.")} - inherited
     finally:
         venv.close()
     assert dev_shm() == before

@@ -169,6 +169,8 @@ class EnvGroup:
         self.truncations = np.zeros((n,), dtype=bool)
         #: NEXT_STEP mode: envs whose episode ended at their last step (reset by their next step)
         self.needs_reset = [False] * n
+        # whether dones / terminations / truncations may hold a True (cleared lazily by step)
+        self._flags_set = True
         #: seed / options for each env's next reset (see :meth:`set_pending`); None: none pending
         self.pending_seeds: list[int | None] = [None] * n
         self.pending_options: list[dict[str, Any] | None] = [None] * n
@@ -283,15 +285,18 @@ class EnvGroup:
         dones, terminations, truncations = self.dones, self.terminations, self.truncations
         if indices is None:
             self.rewards[:] = step_rewards
-            dones[:] = False
-            terminations[:] = False
-            truncations[:] = False
+            if self._flags_set:  # else they are all False already (only the group and restarts set them)
+                dones.fill(False)
+                terminations.fill(False)
+                truncations.fill(False)
+            self._flags_set = bool(ended)
         else:
             self.rewards[stepped] = step_rewards
             dones[stepped] = False
             terminations[stepped] = False
             truncations[stepped] = False
         if ended:
+            self._flags_set = True
             dones[ended] = True
             terminations[ended_terminated] = True
             truncations[ended_truncated] = True

@@ -404,6 +404,7 @@ def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> C
     elif isinstance(action_space, spaces.MultiBinary):
         low, high = 0, 2
     kinds = "biu" if isinstance(action_space, spaces.MultiBinary) else ("iu" if integer else "biuf")
+    scalar_range = isinstance(low, int) and isinstance(high, int)
 
     def check(actions: Any, num_envs: int) -> None:
         expected = (num_envs, *shape)
@@ -429,8 +430,14 @@ def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> C
                 f"{name} for action space {action_space} must have shape {expected} "
                 f"(num_envs, *action_space.shape), got shape {batch.shape} (dtype {batch.dtype})"
             )
-        if low is not None:
-            _check_value_range(name, batch.reshape(expected), low, high, action_space)
+        if low is None:
+            return
+        if scalar_range:
+            # one reduction each (small batches: a Python pass over the values is cheaper than numpy calls)
+            values = batch.ravel().tolist() if batch.size <= 64 else (batch.min(), batch.max())
+            if not values or (low <= min(values) and max(values) < high):
+                return
+        _check_value_range(name, batch.reshape(expected), low, high, action_space)
 
     return check
 

@@ -274,8 +274,11 @@ class WorkerVecEnv(VecEnv):
         self._state = AsyncState.IDLE
         infos: list[dict[str, Any]] = []
         reset_infos = self.reset_infos
-        calls = [functools.partial(self._recv_step, w) for w in range(len(self._workers))]
-        for (part_infos, part_reset_infos), (start, stop) in zip(_call_all(calls), self._slices, strict=True):
+        if len(self._workers) == 1:
+            results = [self._recv_step(0)]
+        else:
+            results = _call_all([functools.partial(self._recv_step, w) for w in range(len(self._workers))])
+        for (part_infos, part_reset_infos), (start, stop) in zip(results, self._slices, strict=True):
             infos.extend(part_infos)
             reset_infos[start:stop] = part_reset_infos
         self._last_infos = infos

@@ -111,6 +111,7 @@ class _WorkerLoop:
         group.dones = shared.dones[start:stop]
         group.terminations = shared.terminations[start:stop]
         group.truncations = shared.truncations[start:stop]
+        group._flags_set = True  # new arrays: let the next step clear them
         self.arrays_in_shm = True
         if obs_in_shm:
             group.obs = batch_slice(shared.obs, start, stop)
