@@ -74,30 +74,17 @@ BASE_SETTINGS = settings(
 # --- comparison ------------------------------------------------------------------------------------------
 
 
-def assert_identical(actual: Any, expected: Any, path: str = "value", scalar_terminal_obs_ok: bool = False) -> None:
-    """Same structure, same types, same key order, same dtypes and shapes, same bytes (NaN-exact).
-
-    ``scalar_terminal_obs_ok`` tolerates one known SubprocVecEnv bug (see
-    :func:`test_zero_dim_terminal_observation_keeps_its_type`): a 0-d array ``terminal_observation`` that comes
-    back as a NumPy scalar of the same dtype and bytes.
-    """
-    if (
-        scalar_terminal_obs_ok
-        and "terminal_observation" in path
-        and isinstance(expected, np.ndarray)
-        and expected.shape == ()
-        and isinstance(actual, np.generic)
-    ):
-        actual = np.asarray(actual)
+def assert_identical(actual: Any, expected: Any, path: str = "value") -> None:
+    """Same structure, same types, same key order, same dtypes and shapes, same bytes (NaN-exact)."""
     assert type(actual) is type(expected), f"{path}: {type(actual).__name__} != {type(expected).__name__}"
     if isinstance(expected, dict):
         assert list(actual) == list(expected), f"{path}: keys {list(actual)} != {list(expected)}"
         for key in expected:
-            assert_identical(actual[key], expected[key], f"{path}[{key!r}]", scalar_terminal_obs_ok)
+            assert_identical(actual[key], expected[key], f"{path}[{key!r}]")
     elif isinstance(expected, (tuple, list)):
         assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
         for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            assert_identical(a, e, f"{path}[{i}]", scalar_terminal_obs_ok)
+            assert_identical(a, e, f"{path}[{i}]")
     elif isinstance(expected, (np.ndarray, np.generic)):
         assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
         assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
@@ -405,11 +392,6 @@ def reset_ops(num_envs: int) -> st.SearchStrategy[tuple[str, Any, Any]]:
     return st.tuples(st.just("reset"), st.one_of(st.none(), st.integers(0, 2**32)), options)
 
 
-def known_bug(venv: vecenv.VecEnv) -> bool:
-    """Whether to tolerate a known bug (none left: the 0-d terminal observation bug is fixed)."""
-    return False
-
-
 def run_agreement(data: st.DataObject, start_method: str, max_envs: int, max_ops: int) -> None:
     """Draw a scenario, run it on the reference, DummyVecEnv and SubprocVecEnv, and compare everything exactly."""
     obs_space = data.draw(flat_spaces(), label="observation_space")
@@ -496,7 +478,7 @@ def run_agreement(data: st.DataObject, start_method: str, max_envs: int, max_ops
                 results.append((obs, rewards, dones, infos, list(venv.reset_infos)))
             history.append((f"step ({layout} actions)", expected, results))
             for venv, result in zip(venvs, results, strict=True):
-                assert_identical(result, expected, f"{type(venv).__name__} call #{len(history)}", known_bug(venv))
+                assert_identical(result, expected, f"{type(venv).__name__} call #{len(history)}")
             # the env puts the action it received into its info (unless empty), so the infos compared above
             # show every backend delivered the sampled actions; check that the reference did too
             for i, info in enumerate(expected[3]):
@@ -509,9 +491,7 @@ def run_agreement(data: st.DataObject, start_method: str, max_envs: int, max_ops
         event(f"steps with an episode end: {ends_seen}")
         for n, (what, expected, results) in enumerate(history, start=1):
             for venv, result in zip(venvs, results, strict=True):
-                assert_identical(
-                    result, expected, f"{type(venv).__name__} {what} #{n}, re-checked at the end", known_bug(venv)
-                )
+                assert_identical(result, expected, f"{type(venv).__name__} {what} #{n}, re-checked at the end")
     finally:
         for venv in venvs:
             venv.close()

@@ -823,10 +823,18 @@ class AsyncVectorEnv(_VecenvVectorEnv):
                 str(self._state.value),
             )
 
+    def _expect_pending(self, state: AsyncState, what: str, started_by: str) -> None:
+        """Raise Gymnasium's errors unless the env is open and ``state`` is pending (``what`` collects it)."""
+        self._assert_is_running()
+        if self._state != state:
+            raise NoAsyncCallError(f"Calling `{what}` without any prior call to `{started_by}`.", state.value)
+
     def _wait(self, timeout: float | None, what: str) -> None:
-        """Wait up to ``timeout`` s for every worker's reply; on time-out the call stays pending."""
+        """Wait up to ``timeout`` s for every worker's reply, then leave the pending state; on time-out the call
+        stays pending."""
         if timeout is not None and not self._venv._wait_replies(timeout):
             raise multiprocessing.TimeoutError(f"The call to `{what}` has timed out after {timeout} second(s).")
+        self._state = AsyncState.DEFAULT
 
     # --- reset ----------------------------------------------------------------------------------------
 
@@ -878,13 +886,8 @@ class AsyncVectorEnv(_VecenvVectorEnv):
             pending: call :meth:`reset_wait` again).
         :raises Exception: the exception an env raised, with its own type.
         """
-        self._assert_is_running()
-        if self._state != AsyncState.WAITING_RESET:
-            raise NoAsyncCallError(
-                "Calling `reset_wait` without any prior call to `reset_async`.", AsyncState.WAITING_RESET.value
-            )
+        self._expect_pending(AsyncState.WAITING_RESET, "reset_wait", "reset_async")
         self._wait(timeout, "reset_wait")
-        self._state = AsyncState.DEFAULT
         self._venv._collect_reset(self._reset_requests)
         return self._reset_return(self._reset_ids)
 
@@ -924,13 +927,8 @@ class AsyncVectorEnv(_VecenvVectorEnv):
             pending: call :meth:`step_wait` again).
         :raises Exception: the exception an env raised, with its own type.
         """
-        self._assert_is_running()
-        if self._state != AsyncState.WAITING_STEP:
-            raise NoAsyncCallError(
-                "Calling `step_wait` without any prior call to `step_async`.", AsyncState.WAITING_STEP.value
-            )
+        self._expect_pending(AsyncState.WAITING_STEP, "step_wait", "step_async")
         self._wait(timeout, "step_wait")
-        self._state = AsyncState.DEFAULT
         obs, rewards, dones, step_infos = self._venv.step_wait()
         return self._step_return(obs, rewards, dones, step_infos)
 
@@ -978,16 +976,11 @@ class AsyncVectorEnv(_VecenvVectorEnv):
         :raises ValueError: for ``reset``, ``step``, ``close`` (use those methods), as Gymnasium.
         :raises Exception: the exception an env raised (e.g. :class:`AttributeError`), with its own type.
         """
-        self._assert_is_running()
-        if self._state != AsyncState.WAITING_CALL:
-            raise NoAsyncCallError(
-                "Calling `call_wait` without any prior call to `call_async`.", AsyncState.WAITING_CALL.value
-            )
+        self._expect_pending(AsyncState.WAITING_CALL, "call_wait", "call_async")
         if self._call_error is not None:
             self._state = AsyncState.DEFAULT
             raise self._call_error
         self._wait(timeout, "call_wait")
-        self._state = AsyncState.DEFAULT
         try:
             parts = _gather(self._venv._workers)
         except TypeError as error:

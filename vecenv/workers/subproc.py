@@ -395,10 +395,27 @@ class SubprocWorker(Worker):
         for pos, info in sparse_infos:
             infos[pos] = info
         reset_infos = self._reset_infos
+        if dones.any():
+            terminations, truncations = self._buffers[3], self._buffers[4]
+            same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+            # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
+            terminal_obs = self._terminal_obs if same_step else None
+            if self._step_indices is None:
+                finished = [(j, j) for j in dones.nonzero()[0].tolist()]
+            else:
+                finished = [(pos, j) for pos, j in enumerate(stepped) if dones[j]]
+            for pos, j in finished:
+                if same_step:
+                    reset_infos[j] = {}  # the reset of a done env; non-empty ones are in sparse_resets
+                info = infos[pos]
+                if truncations[j] and not terminations[j]:
+                    info[_DEFAULT_INFO_KEY] = True
+                # an info that already holds it got an observation that did not fit the shared array
+                if terminal_obs is not None and "terminal_observation" not in info:
+                    info["terminal_observation"] = terminal_obs[j, ...].copy()  # 0-d rows stay arrays
         for j, reset_info in sparse_resets:
             reset_infos[j] = reset_info
-        if not dones.any():
-            return infos, reset_infos
+        return infos, reset_infos
         terminations, truncations = self._buffers[3], self._buffers[4]
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
