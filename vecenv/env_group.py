@@ -38,6 +38,10 @@ _SAME_INSTANCE_MESSAGE = (
 )
 
 
+# stands for every default info {"TimeLimit.truncated": False} when infos are not dense (never handed out)
+_PLACEHOLDER_INFO: dict[str, Any] = {"TimeLimit.truncated": False}
+
+
 def _copy_info(env_info: dict[str, Any]) -> dict[str, Any]:
     """A copy of an env's info the caller may keep: shallow if every value is immutable, else deep (SB3)."""
     if all(type(v) in _ATOMIC for v in env_info.values()):
@@ -169,8 +173,12 @@ class EnvGroup:
         self.truncations = np.zeros((n,), dtype=bool)
         #: NEXT_STEP mode: envs whose episode ended at their last step (reset by their next step)
         self.needs_reset = [False] * n
-        # whether dones / terminations / truncations may hold a True (cleared lazily by step)
-        self._flags_set = True
+        # local indices of the envs whose dones / terminations / truncations may hold a True (cleared by
+        # the next step); None: unknown, clear all
+        self._flagged: list[int] | None = None
+        #: whether :meth:`step` returns a fresh info dict for every env (False in worker processes, which
+        #: send only :attr:`rich_infos`: the others are placeholders, to be rebuilt by the parent)
+        self.dense_infos = True
         #: seed / options for each env's next reset (see :meth:`set_pending`); None: none pending
         self.pending_seeds: list[int | None] = [None] * n
         self.pending_options: list[dict[str, Any] | None] = [None] * n
@@ -183,7 +191,15 @@ class EnvGroup:
         self.terminal_obs: np.ndarray | None = None
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(n)]
         self._write_obs = make_obs_writer(self.observation_space)
-        self._flat_obs = isinstance(self.obs, np.ndarray)
+        #: local indices of the envs whose episode ended at the last :meth:`step`
+        self.ended: list[int] = []
+        #: positions (among the stepped envs) of the last step's infos holding more than
+        #: ``"TimeLimit.truncated"`` (worker processes send only these to their parent)
+        self.rich_infos: list[int] = []
+        self._rows_of: Any = None
+        self._rows: list[np.ndarray] | None = None
+        self._row_shape: tuple[int, ...] = ()
+        self._row_dtype: Any = None
         self.handlers: dict[Command, Callable[[Any], Any]] = {
             Command.STEP: lambda payload: self.step(*payload),
             Command.RESET: self.reset,
@@ -215,27 +231,40 @@ class EnvGroup:
         :return: ``(infos, reset_infos)``: fresh info dicts of the stepped envs (in ``indices`` order), and
             :attr:`reset_infos` of all envs (updated for the envs that reset).
         """
-        # hot path: locals only, one numpy write per env for the observation; rewards gathered in a list
-        # and the (rare) episode ends as index lists, each written once per call
+        # hot path: locals only; an observation of exactly the row's shape and dtype is stored through a
+        # prebuilt row view (half the cost of buffer[j] = obs), anything else goes through the checking
+        # writer (which refuses what does not fit); rewards gathered in a list and the (rare) episode ends
+        # as index lists, each written once per call
         obs_buffer, envs, reset_infos, terminal_obs = self.obs, self.envs, self.reset_infos, self.terminal_obs
         write = self._write_obs
-        # flat buffers: an array of exactly the row's shape and dtype is stored inline, anything else goes
-        # through the checking writer (which refuses what does not fit)
-        flat = self._flat_obs
-        row_shape, row_dtype = (obs_buffer.shape[1:], obs_buffer.dtype) if flat else ((), None)
+        rows = self._rows if self._rows_of is obs_buffer else self._make_rows()
+        row_shape, row_dtype = self._row_shape, self._row_dtype
+        dense, placeholder = self.dense_infos, _PLACEHOLDER_INFO
         mode = self.autoreset_mode
         same_step, next_step = mode is AutoresetMode.SAME_STEP, mode is AutoresetMode.NEXT_STEP
         needs_reset = self.needs_reset
+        dones, terminations, truncations = self.dones, self.terminations, self.truncations
         stepped = range(len(envs)) if indices is None else indices
+        # clear the flags of the last step first: only the envs that set one (element writes: cheaper
+        # than whole-array operations), everything if unknown (new buffers, partial batches, restarts)
+        flagged = self._flagged
+        if indices is not None:
+            dones[stepped] = terminations[stepped] = truncations[stepped] = False
+            self._flagged = None  # other envs' flags stay: the next full step clears all
+        elif flagged is None:
+            dones.fill(False)
+            terminations.fill(False)
+            truncations.fill(False)
+        else:
+            for j in flagged:
+                dones[j] = terminations[j] = truncations[j] = False
         infos: list[dict[str, Any]] = []
         step_rewards: list[Any] = []
-        ended: list[int] = []
-        ended_terminated: list[int] = []
-        ended_truncated: list[int] = []
+        self.ended = ended = []
+        self.rich_infos = rich_infos = []
         if next_step:
             self.reset_by_last_step = [j for j in stepped if needs_reset[j]]
         for j in stepped:
-            env = envs[j]
             try:
                 if next_step and needs_reset[j]:
                     # Gymnasium's NEXT_STEP: this step resets the env; its action is ignored
@@ -243,21 +272,27 @@ class EnvGroup:
                     obs, reset_infos[j] = self._reset_one(j, None, None)
                     info = _copy_info(reset_infos[j])
                     info["TimeLimit.truncated"] = False
+                    if len(info) > 1:
+                        rich_infos.append(len(infos))
                     reward: Any = 0.0
                 else:
-                    obs, reward, terminated, truncated, env_info = env.step(actions[j])
+                    obs, reward, terminated, truncated, env_info = envs[j].step(actions[j])
                     # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
-                    if not env_info:
-                        info = {"TimeLimit.truncated": False}
-                    else:
+                    if env_info:
                         info = _copy_info(env_info)
                         info["TimeLimit.truncated"] = False
+                        rich_infos.append(len(infos))
+                    else:
+                        info = {"TimeLimit.truncated": False} if dense else placeholder
                     if terminated or truncated:
                         ended.append(j)
+                        dones[j] = True
+                        if info is placeholder:
+                            info = {"TimeLimit.truncated": False}
                         if terminated:
-                            ended_terminated.append(j)
+                            terminations[j] = True
                         if truncated:
-                            ended_truncated.append(j)
+                            truncations[j] = True
                             if not terminated:
                                 info["TimeLimit.truncated"] = True
                         if same_step:
@@ -270,11 +305,13 @@ class EnvGroup:
                                 terminal_obs[j] = obs
                             else:
                                 info["terminal_observation"] = deepcopy(obs)
+                                if not env_info:
+                                    rich_infos.append(len(infos))
                             obs, reset_infos[j] = self._reset_one(j, None, None)
                         elif next_step:
                             needs_reset[j] = True
-                if flat and type(obs) is np.ndarray and obs.dtype == row_dtype and obs.shape == row_shape:
-                    obs_buffer[j] = obs
+                if rows is not None and type(obs) is np.ndarray and obs.shape == row_shape and obs.dtype == row_dtype:
+                    rows[j][...] = obs
                 else:
                     write(obs_buffer, j, obs)
             except Exception as exc:
@@ -282,25 +319,28 @@ class EnvGroup:
                 raise
             step_rewards.append(reward)
             infos.append(info)
-        dones, terminations, truncations = self.dones, self.terminations, self.truncations
         if indices is None:
             self.rewards[:] = step_rewards
-            if self._flags_set:  # else they are all False already (only the group and restarts set them)
-                dones.fill(False)
-                terminations.fill(False)
-                truncations.fill(False)
-            self._flags_set = bool(ended)
+            self._flagged = ended
         else:
             self.rewards[stepped] = step_rewards
-            dones[stepped] = False
-            terminations[stepped] = False
-            truncations[stepped] = False
-        if ended:
-            self._flags_set = True
-            dones[ended] = True
-            terminations[ended_terminated] = True
-            truncations[ended_truncated] = True
         return infos, reset_infos
+
+    def forget_flags(self) -> None:
+        """The flag arrays were replaced or written by someone else: the next step clears them all."""
+        self._flagged = None
+
+    def _make_rows(self) -> list[np.ndarray] | None:
+        """Views of the rows of the observation buffer (None for dict / tuple buffers), rebuilt when the
+        buffer is replaced (worker processes swap in their shared-memory slice)."""
+        obs_buffer = self.obs
+        self._rows_of = obs_buffer
+        if isinstance(obs_buffer, np.ndarray):
+            self._rows = [obs_buffer[j, ...] for j in range(len(obs_buffer))]  # views, also of 0-d rows
+            self._row_shape, self._row_dtype = obs_buffer.shape[1:], obs_buffer.dtype
+        else:
+            self._rows = None
+        return self._rows
 
     def _reset_one(self, j: int, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
         """Reset env ``j`` with ``seed`` / ``options``, else its pending ones (which are consumed either way)."""

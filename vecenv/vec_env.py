@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import functools
 import multiprocessing as mp
 import os
 import time
@@ -56,6 +55,10 @@ class AsyncState(enum.Enum):
     WAITING_STEP = "waiting_step"
     #: partial batches in flight or received but not yet returned by ``recv()``
     PARTIAL = "partial"
+
+
+# the STEP payload when actions travel through shared memory: no pickled actions, every env of the worker
+_SHARED_STEP = (None, None)
 
 
 def _call_all(calls: Sequence[Callable[[], Any]]) -> list[Any]:
@@ -235,22 +238,27 @@ class WorkerVecEnv(VecEnv):
             dtype, or (Discrete, MultiDiscrete, MultiBinary) holds values outside the action space; checked
             before anything reaches an env (see :func:`vecenv.spaces.make_actions_checker`).
         """
-        self._check_idle("step_async")
-        if num_actions(self.action_space, actions) != self.num_envs:
+        if self._state is not AsyncState.IDLE or self._closed:
+            self._check_idle("step_async")
+        space = self.action_space
+        if num_actions(space, actions) != self.num_envs:
             raise ValueError(
                 f"actions must hold one action per env: expected {self.num_envs} actions, got "
-                f"{num_actions(self.action_space, actions)} (type {type(actions).__name__}"
+                f"{num_actions(space, actions)} (type {type(actions).__name__}"
                 f"{', shape ' + str(actions.shape) if isinstance(actions, np.ndarray) else ''})"
             )
         self._check_actions(actions, self.num_envs)
         if self._pending_seeds_or_options:
             self._push_pending()
-        space = self.action_space
-        shared_actions = self._action_buffer is not None
-        if shared_actions:
-            write_actions(space, self._action_buffer, actions)
-        for w, (worker, (start, stop)) in enumerate(zip(self._workers, self._slices, strict=True)):
-            payload = (None, None) if shared_actions else (split_actions(space, actions, start, stop), None)
+        action_buffer = self._action_buffer
+        if action_buffer is not None:
+            write_actions(space, action_buffer, actions)
+        for w, worker in enumerate(self._workers):
+            if action_buffer is not None:
+                payload: tuple[Any, Any] = _SHARED_STEP
+            else:
+                start, stop = self._slices[w]
+                payload = (split_actions(space, actions, start, stop), None)
             try:
                 worker.send(Command.STEP, payload)
             except WorkerDiedError as exc:
@@ -268,21 +276,34 @@ class WorkerVecEnv(VecEnv):
             ``(num_envs,)``, infos a list of ``num_envs`` dicts. Returned arrays are the caller's to keep.
         :raises NoAsyncCallError: if no step is pending.
         """
-        self._check_open("step_wait")
-        if self._state is not AsyncState.WAITING_STEP:
+        if self._state is not AsyncState.WAITING_STEP or self._closed:
+            self._check_open("step_wait")
             raise NoAsyncCallError("step_wait() called without a pending step: call step_async(actions) first.")
         self._state = AsyncState.IDLE
+        # every worker's reply is collected even if one fails (so no reply is left unread), then the
+        # first error is raised
+        results = []
+        first_error: BaseException | None = None
+        for w in range(len(self._workers)):
+            try:
+                results.append(self._recv_step(w))
+            except Exception as exc:
+                first_error = first_error or exc
+        if first_error is not None:
+            raise first_error
         infos: list[dict[str, Any]] = []
         reset_infos = self.reset_infos
-        if len(self._workers) == 1:
-            results = [self._recv_step(0)]
-        else:
-            results = _call_all([functools.partial(self._recv_step, w) for w in range(len(self._workers))])
         for (part_infos, part_reset_infos), (start, stop) in zip(results, self._slices, strict=True):
-            infos.extend(part_infos)
+            infos += part_infos
             reset_infos[start:stop] = part_reset_infos
         self._last_infos = infos
-        return batch_copy(self._obs_buffer), self._rewards.copy(), self._dones.copy(), infos
+        obs = self._obs_buffer
+        return (
+            obs.copy() if type(obs) is np.ndarray else batch_copy(obs),
+            self._rewards.copy(),
+            self._dones.copy(),
+            infos,
+        )
 
     # --- worker restarts (opt-in: max_restarts) ---------------------------------------------------------
 

@@ -42,7 +42,7 @@ class InProcessWorker(Worker):
         group = self.group
         group.obs, group.rewards, group.dones = obs_buffer, rewards, dones
         group.terminations, group.truncations = terminations, truncations
-        group._flags_set = True  # new arrays: let the next step clear them
+        group.forget_flags()  # new arrays: let the next step clear them
 
     def send(self, command: Command, payload: Any) -> None:
         self._handler = self.group.handlers[command]

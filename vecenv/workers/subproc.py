@@ -18,7 +18,9 @@ parent -> worker                meaning
 ==============================  =============================================================
 worker -> parent                meaning
 ==============================  =============================================================
-``b"\\x00"``                     STEP done; every info is ``{"TimeLimit.truncated": False}``, no reset info
+``b"\\x00"``                     STEP done, no env done; every info is ``{"TimeLimit.truncated": False}``
+``b"\\x03"``                     STEP done, some envs done (see the shared dones); no info or reset info
+                                beyond what the parent rebuilds from the shared arrays
 ``b"\\x01" + pickle(payload)``   success with a payload (sparse infos, results, ...)
 ``b"\\x02" + pickle(error)``     the command raised: a :class:`~vecenv.errors.PackedException`
 ==============================  =============================================================
@@ -34,6 +36,7 @@ import os
 import pickle
 import select
 import signal
+import struct
 import threading
 import time
 import traceback
@@ -44,6 +47,7 @@ from typing import Any
 
 import cloudpickle
 import gymnasium as gym
+import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import CloudpickleWrapper
@@ -58,9 +62,72 @@ STEP_SHARED_PARTIAL = b"P"[0]
 STEP_PICKLED = b"s"[0]
 CALL = b"C"[0]
 OK_EMPTY = b"\x00"
+OK_EMPTY_DONE = b"\x03"
 OK = 1
 FAILED = 2
 _DEFAULT_INFO_KEY = "TimeLimit.truncated"
+
+
+# multiprocessing.Connection's framing (so its recv_bytes / send_bytes interoperate): a 4-byte big-endian
+# length, or -1 and an 8-byte length for messages over 2 GiB, then the bytes
+_SIZE = struct.Struct("!i")
+_BIG_SIZE = struct.Struct("!Q")
+_ONE_BYTE_HEADER = _SIZE.pack(1)
+_STEP_SHARED_FRAME = _ONE_BYTE_HEADER + STEP_SHARED
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    data = os.read(fd, size)
+    if len(data) == size:
+        return data
+    if not data:
+        raise EOFError
+    chunks = [data]
+    remaining = size - len(data)
+    while remaining:
+        chunk = os.read(fd, remaining)
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_message(fd: int) -> bytes:
+    """Read one framed message from a pipe; a 1-byte message (every step request and most replies) costs
+    one ``read(2)`` where ``Connection.recv_bytes`` makes two. Never reads past the message.
+
+    :raises EOFError: if the pipe's other end is closed.
+    """
+    head = os.read(fd, 5)
+    if head[:4] == _ONE_BYTE_HEADER and len(head) == 5:
+        return head[4:]
+    if len(head) < 4:
+        if not head:
+            raise EOFError
+        head += _read_exactly(fd, 4 - len(head))
+    (size,) = _SIZE.unpack(head[:4])
+    if size == -1:
+        extra = head[4:] + _read_exactly(fd, _BIG_SIZE.size - len(head[4:]))
+        (size,) = _BIG_SIZE.unpack(extra[: _BIG_SIZE.size])
+        body = extra[_BIG_SIZE.size :]
+    else:
+        body = head[4:]
+    return body + _read_exactly(fd, size - len(body)) if len(body) < size else body
+
+
+def frame(data: bytes) -> bytes:
+    """``data`` with its length header (see :func:`read_message`)."""
+    if len(data) > 0x7FFFFFFF:
+        return _SIZE.pack(-1) + _BIG_SIZE.pack(len(data)) + data
+    return _SIZE.pack(len(data)) + data
+
+
+def write_message(fd: int, data: bytes) -> None:
+    """Write ``frame(data)`` to a pipe (all of it: large messages take several ``write(2)`` calls)."""
+    view = memoryview(frame(data))
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _dumps(obj: Any) -> bytes:
@@ -88,9 +155,10 @@ def _exit_when_parent_dies() -> None:
 class _WorkerLoop:
     """The worker side: serves requests for one :class:`EnvGroup` until CLOSE or the pipe closes."""
 
-    def __init__(self, conn: Connection, group: Any) -> None:
-        self.conn = conn
+    def __init__(self, conn_in: Connection, conn_out: Connection, fd_conn: Connection, group: Any) -> None:
+        self.conn_in, self.conn_out, self.fd_conn = conn_in, conn_out, fd_conn
         self.group = group
+        group.dense_infos = False  # only the rich infos travel (see step)
         self.shared: SharedBatch | None = None
         self.action_view: Any = None
         self.obs_in_shm = False
@@ -99,7 +167,8 @@ class _WorkerLoop:
     def setup(self, arg: tuple[int, int, int, int, bool, str]) -> None:
         """Map the shared batch (its fd follows this message) and write the group's rows there from now on."""
         size, num_envs, start, stop, obs_in_shm, rewards_dtype = arg
-        fd = reduction.recv_handle(self.conn)
+        fd = reduction.recv_handle(self.fd_conn)
+        self.fd_conn.close()  # one block per worker process: the socket has done its job
         try:
             group = self.group
             self.shared = shared = SharedBatch.attach(
@@ -111,7 +180,7 @@ class _WorkerLoop:
         group.dones = shared.dones[start:stop]
         group.terminations = shared.terminations[start:stop]
         group.truncations = shared.truncations[start:stop]
-        group._flags_set = True  # new arrays: let the next step clear them
+        group.forget_flags()  # new arrays: let the next step clear them
         self.arrays_in_shm = True
         if obs_in_shm:
             group.obs = batch_slice(shared.obs, start, stop)
@@ -135,37 +204,43 @@ class _WorkerLoop:
         # infos by position among the stepped envs; reset infos by local env index. An info holding
         # only "TimeLimit.truncated" is rebuilt by the parent from the dones and truncations arrays
         # (and the terminal observation from shared memory), so it need not travel.
-        sparse_infos = [(pos, info) for pos, info in enumerate(infos) if len(info) > 1]
-        dones = group.dones
-        stepped = range(len(dones)) if indices is None else indices
+        ended = group.ended
+        sparse_infos = [(pos, infos[pos]) for pos in group.rich_infos]
         if group.autoreset_mode is AutoresetMode.SAME_STEP:
             # the parent knows which envs reset (the done ones) and assumes empty reset infos for them
-            sparse_resets = [(j, reset_infos[j]) for j in stepped if dones[j] and reset_infos[j]] if dones.any() else []
+            sparse_resets = [(j, reset_infos[j]) for j in ended if reset_infos[j]]
         else:
             # NEXT_STEP: the envs reset by this step are the ones that were done before it: name them all
             sparse_resets = [(j, reset_infos[j]) for j in group.reset_by_last_step]
-        obs, rewards_dones = self._arrays()
-        if not sparse_infos and not sparse_resets and obs is None and rewards_dones is None:
-            return OK_EMPTY
-        return bytes([OK]) + _dumps((obs, rewards_dones, sparse_infos, sparse_resets))
+        if not sparse_infos and not sparse_resets and self.obs_in_shm and self.arrays_in_shm:
+            return OK_EMPTY_DONE if ended else OK_EMPTY
+        return bytes([OK]) + _dumps((*self._arrays(), sparse_infos, sparse_resets))
+
+    def _shared_actions(self, space: gym.Space, n_local: int) -> Any:
+        """This step's actions, copied out of shared memory: an env may keep its action (a Box action is
+        a row of the batch), and the parent overwrites the buffer at the next step."""
+        actions = self.action_view
+        if type(actions) is np.ndarray:
+            return actions.copy()
+        return split_actions(space, batch_copy(actions), 0, n_local)
 
     def serve(self) -> None:
-        conn, group = self.conn, self.group
+        fd_in, fd_out, group = self.conn_in.fileno(), self.conn_out.fileno(), self.group
         handlers = group.handlers
         space = group.action_space
         n_local = len(group)
         while True:
             try:
-                message = conn.recv_bytes()
+                message = read_message(fd_in)
             except (EOFError, OSError):
                 return
             command = Command.STEP
             try:
                 if message == STEP_SHARED:
-                    reply = self.step(split_actions(space, batch_copy(self.action_view), 0, n_local), None)
+                    reply = self.step(self._shared_actions(space, n_local), None)
                 elif message[0] == STEP_SHARED_PARTIAL:
                     indices = pickle.loads(message[1:])
-                    reply = self.step(split_actions(space, batch_copy(self.action_view), 0, n_local), indices)
+                    reply = self.step(self._shared_actions(space, n_local), indices)
                 elif message[0] == STEP_PICKLED:
                     reply = self.step(*pickle.loads(message[1:]))
                 else:
@@ -181,35 +256,42 @@ class _WorkerLoop:
                     reply = bytes([OK]) + _dumps(result)
             except Exception as exc:
                 reply = bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc()))
-            conn.send_bytes(reply)
+            write_message(fd_out, reply)
             if command is Command.CLOSE:
                 return
 
 
 def worker_main(
-    conn: Connection,
-    parent_conn: Connection | None,
+    conns: tuple[Connection, Connection, Connection],
+    parent_conns: tuple[Connection, ...],
     env_fns: CloudpickleWrapper,
     env_indices: list[int],
     autoreset_mode: str = AutoresetMode.SAME_STEP.value,
 ) -> None:
-    """Entry point of a worker process: build the :class:`EnvGroup`, then serve requests until CLOSE or EOF."""
+    """Entry point of a worker process: build the :class:`EnvGroup`, then serve requests until CLOSE or EOF.
+
+    :param conns: ``(conn_in, conn_out, fd_conn)``: the read end of the parent's request pipe, the write
+        end of the reply pipe, and a socket the shared block's file descriptor arrives on.
+    :param parent_conns: the parent's ends of the same channels (inherited under fork: closed at once).
+    """
     from vecenv.env_group import EnvGroup
 
     # Ctrl-C is the parent's business: it shuts the workers down cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if parent_conn is not None:
+    for parent_conn in parent_conns:
         parent_conn.close()
+    conn_in, conn_out, fd_conn = conns
     _exit_when_parent_dies()
     try:
         group = EnvGroup(env_fns.var, env_indices, autoreset_mode=autoreset_mode)
     except Exception as exc:  # SystemExit & co. end the worker, as in step: the parent reports the exit code
-        conn.send_bytes(bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc())))
-        conn.close()
+        conn_out.send_bytes(bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc())))
+        conn_out.close()
         return
-    conn.send_bytes(bytes([OK]) + _dumps((group.observation_space, group.action_space)))
-    _WorkerLoop(conn, group).serve()
-    conn.close()
+    conn_out.send_bytes(bytes([OK]) + _dumps((group.observation_space, group.action_space)))
+    _WorkerLoop(conn_in, conn_out, fd_conn, group).serve()
+    for conn in conns:
+        conn.close()
 
 
 class _SharedFd:
@@ -222,6 +304,10 @@ class _SharedFd:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def _label(doing: Command | str) -> str:
+    return doing.label if isinstance(doing, Command) else doing
 
 
 def _describe_exit(exitcode: int | None) -> str:
@@ -273,12 +359,19 @@ class SubprocWorker(Worker):
 
     def _start_process(self) -> None:
         ctx = self._ctx
-        self.conn, child_conn = ctx.Pipe()
+        # requests and replies travel through two one-way pipes: on this kind of machine (VMs with few
+        # vCPUs) waking a process blocked on a pipe is measurably cheaper than on a Unix socket, which is
+        # what a duplex multiprocessing.Pipe() is (docs/performance.md); a socket pair is kept only to
+        # pass the shared block's file descriptor (SCM_RIGHTS) once
+        child_in, self._send_conn = ctx.Pipe(duplex=False)
+        self.conn, child_out = ctx.Pipe(duplex=False)
+        self._fd_conn, child_fd = ctx.Pipe()
+        child_conns = (child_in, child_out, child_fd)
         self.process = ctx.Process(
             target=worker_main,
             args=(
-                child_conn,
-                self.conn,
+                child_conns,
+                (self._send_conn, self.conn, self._fd_conn),
                 self._env_fns,
                 self.env_indices,
                 self.autoreset_mode.value,
@@ -287,10 +380,12 @@ class SubprocWorker(Worker):
             name=f"vecenv-worker-{self.env_indices[0]}",
         )
         self.process.start()
-        child_conn.close()
+        for conn in child_conns:
+            conn.close()
         # one prebuilt poll set per worker: waiting costs a single poll(2) call, and a dead worker
         # (its sentinel becomes readable) is noticed even if it never writes to the pipe
         self._conn_fd = self.conn.fileno()
+        self._send_fd = self._send_conn.fileno()
         self._poller = select.poll()
         self._poller.register(self._conn_fd, select.POLLIN)
         self._poller.register(self.process.sentinel, select.POLLIN)
@@ -306,7 +401,12 @@ class SubprocWorker(Worker):
         start, stop = self.env_indices[0], self.env_indices[-1] + 1
         arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str)
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
-        reduction.send_handle(self.conn, fd.fd, self.process.pid)
+        try:
+            reduction.send_handle(self._fd_conn, fd.fd, self.process.pid)
+        except OSError as exc:
+            raise self._died("setup") from exc
+        finally:
+            self._fd_conn.close()
         self._reply(self._recv_raw("setup"))
         if obs_in_shm and shared.terminal_obs is not None:
             self._terminal_obs = shared.terminal_obs[start:stop]
@@ -320,9 +420,12 @@ class SubprocWorker(Worker):
     def _where(self) -> str:
         return f"worker process {self.process.pid} (envs {self.env_indices})"
 
-    def _send_bytes(self, data: bytes, doing: str) -> None:
+    def _send_bytes(self, data: bytes, doing: Command | str) -> None:
         try:
-            self.conn.send_bytes(data)
+            if data is STEP_SHARED:
+                os.write(self._send_fd, _STEP_SHARED_FRAME)
+            else:
+                write_message(self._send_fd, data)
         except (OSError, EOFError) as exc:  # broken pipe, reset, or closed after kill()
             raise self._died(doing) from exc
 
@@ -346,13 +449,13 @@ class SubprocWorker(Worker):
                 data = bytes([STEP_SHARED_PARTIAL]) + _dumps(list(indices))
         else:
             data = bytes([CALL]) + cloudpickle.dumps((command, payload))
-        self._send_bytes(data, command.label)
+        self._send_bytes(data, command)
         self._pending = command
 
     def recv(self) -> Any:
         command = self._pending
         assert command is not None, "recv() without send()"
-        data = self._recv_raw(command.label)
+        data = self._recv_raw(command)
         self._pending = None
         if command is Command.STEP:
             return self._step_reply(data)
@@ -383,19 +486,23 @@ class SubprocWorker(Worker):
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
         stepped = range(len(self.env_indices)) if self._step_indices is None else self._step_indices
-        if data == OK_EMPTY:
+        infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in stepped]
+        reset_infos = self._reset_infos
+        if data == OK_EMPTY:  # the common step: nothing else to rebuild
+            return infos, reset_infos
+        assert self._buffers is not None
+        dones = self._buffers[2]
+        if data == OK_EMPTY_DONE:
             sparse_infos: list[tuple[int, dict[str, Any]]] = []
             sparse_resets: list[tuple[int, dict[str, Any]]] = []
+            any_done = True
         else:
             obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
             self._store_arrays(obs, rewards_dones)
-        assert self._buffers is not None
-        dones = self._buffers[2]
-        infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in stepped]
+            any_done = bool(dones.any())
         for pos, info in sparse_infos:
             infos[pos] = info
-        reset_infos = self._reset_infos
-        if dones.any():
+        if any_done:
             terminations, truncations = self._buffers[3], self._buffers[4]
             same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
             # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
@@ -416,28 +523,8 @@ class SubprocWorker(Worker):
         for j, reset_info in sparse_resets:
             reset_infos[j] = reset_info
         return infos, reset_infos
-        terminations, truncations = self._buffers[3], self._buffers[4]
-        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
-        # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
-        terminal_obs = self._terminal_obs if same_step else None
-        if self._step_indices is None:
-            finished = [(j, j) for j in dones.nonzero()[0].tolist()]
-        else:
-            finished = [(pos, j) for pos, j in enumerate(stepped) if dones[j]]
-        sent = {j for j, _ in sparse_resets}
-        for pos, j in finished:
-            if same_step and j not in sent:
-                reset_infos[j] = {}
-            info = infos[pos]
-            if truncations[j] and not terminations[j]:
-                info[_DEFAULT_INFO_KEY] = True
-            # an info that already holds it got an observation that did not fit the shared array
-            if terminal_obs is not None and "terminal_observation" not in info:
-                info["terminal_observation"] = terminal_obs[j, ...].copy()  # 0-d rows stay arrays
-        return infos, reset_infos
 
-    def _recv_raw(self, doing: str) -> bytes:
-        conn = self.conn
+    def _recv_raw(self, doing: Command | str) -> bytes:
         timeout = self.step_timeout if self._pending is Command.STEP else None
         if self._pending is Command.RESET:
             timeout = self.reset_timeout
@@ -446,7 +533,7 @@ class SubprocWorker(Worker):
             self._pending = None
             self.kill()
             raise TimeoutError(
-                f"envs {self.env_indices} did not finish {doing} within {timeout} s (step_timeout / "
+                f"envs {self.env_indices} did not finish {_label(doing)} within {timeout} s (step_timeout / "
                 f"reset_timeout): their worker process {self.process.pid} was killed. Raise the timeout, or set "
                 "max_restarts to restart the worker and go on."
             )
@@ -455,16 +542,17 @@ class SubprocWorker(Worker):
             self._pending = None
             raise self._died(doing)
         try:
-            return conn.recv_bytes()
+            return read_message(self._conn_fd)
         except (EOFError, OSError) as exc:
             self._pending = None
             raise self._died(doing) from exc
 
-    def _died(self, doing: str) -> WorkerDiedError:
+    def _died(self, doing: Command | str) -> WorkerDiedError:
+        """The error for a worker found dead while ``doing`` (a command, or a phase such as ``"setup"``)."""
         self.process.join(timeout=1.0)
         return WorkerDiedError(
             f"The worker process {self.process.pid} running envs {self.env_indices} "
-            f"{_describe_exit(self.process.exitcode)} during {doing}. If an env crashes the interpreter "
+            f"{_describe_exit(self.process.exitcode)} during {_label(doing)}. If an env crashes the interpreter "
             "(native code, os._exit), run it under DummyVecEnv to see the error directly."
         )
 
@@ -475,8 +563,12 @@ class SubprocWorker(Worker):
         if self.process.is_alive():
             self.process.kill()
         self.process.join(timeout=5.0)
-        self.conn.close()
+        self._close_conns()
         self._pending = None
+
+    def _close_conns(self) -> None:
+        for conn in (self._send_conn, self.conn, self._fd_conn):
+            conn.close()
 
     def restart(self) -> list[dict[str, Any]]:
         """Replace a dead (or killed) worker process: rebuild its envs from their factories, map the shared
@@ -514,7 +606,7 @@ class SubprocWorker(Worker):
                 pass
             self._pending = None
         try:
-            self.conn.send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.CLOSE, None)))
+            self._send_conn.send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.CLOSE, None)))
             self._pending = Command.CLOSE
         except OSError:
             pass
@@ -541,7 +633,7 @@ class SubprocWorker(Worker):
         if process.is_alive():  # pragma: no cover - only for workers that ignore SIGTERM
             process.kill()
             process.join()
-        self.conn.close()
+        self._close_conns()
         # drop every view of the shared block so closing the vec env unmaps it
         self._buffers = None
         self._terminal_obs = None
