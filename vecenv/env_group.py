@@ -310,7 +310,8 @@ class EnvGroup:
                             obs, reset_infos[j] = self._reset_one(j, None, None)
                         elif next_step:
                             needs_reset[j] = True
-                if rows is not None and type(obs) is np.ndarray and obs.shape == row_shape and obs.dtype == row_dtype:
+                # (dtype identity: builtin dtypes are singletons; an equal but distinct dtype takes the writer)
+                if rows is not None and type(obs) is np.ndarray and obs.dtype is row_dtype and obs.shape == row_shape:
                     rows[j][...] = obs
                 else:
                     write(obs_buffer, j, obs)

@@ -95,7 +95,8 @@ def _read_exactly(fd: int, size: int) -> bytes:
 
 def read_message(fd: int) -> bytes:
     """Read one framed message from a pipe; a 1-byte message (every step request and most replies) costs
-    one ``read(2)`` where ``Connection.recv_bytes`` makes two. Never reads past the message.
+    one ``read(2)`` where ``Connection.recv_bytes`` makes two. Never reads past the message, which is why
+    messages are never empty (:func:`frame` refuses them): the first read asks for a header and one byte.
 
     :raises EOFError: if the pipe's other end is closed.
     """
@@ -117,7 +118,12 @@ def read_message(fd: int) -> bytes:
 
 
 def frame(data: bytes) -> bytes:
-    """``data`` with its length header (see :func:`read_message`)."""
+    """``data`` with its length header (see :func:`read_message`).
+
+    :raises ValueError: if ``data`` is empty (every message of the protocol has at least a status byte).
+    """
+    if not data:
+        raise ValueError("worker pipe messages are never empty")
     if len(data) > 0x7FFFFFFF:
         return _SIZE.pack(-1) + _BIG_SIZE.pack(len(data)) + data
     return _SIZE.pack(len(data)) + data
