@@ -877,5 +877,7 @@ class SubprocVecEnv(WorkerVecEnv):
 
     @property
     def remotes(self) -> list[Any]:
-        """The parent ends of the worker pipes (SB3 attribute)."""
+        """The parent's reading ends of the worker pipes, one read-only ``multiprocessing.Connection`` per worker
+        (SB3 attribute; vecenv's workers do not speak SB3's ``(cmd, data)`` protocol, so use the VecEnv
+        methods rather than sending on these)."""
         return [worker.conn for worker in self._workers]  # type: ignore[attr-defined]
