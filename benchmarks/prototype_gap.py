@@ -17,6 +17,7 @@ import argparse
 import multiprocessing as mp
 import os
 import time
+from collections.abc import Callable
 from multiprocessing import shared_memory
 from typing import Any
 
@@ -28,7 +29,10 @@ from vecenv.env_group import EnvGroup
 from vecenv.workers import subproc
 
 
-def prototype_worker(k: int, n: int, workers: int, name: str, r: int, w: int) -> None:
+def prototype_worker(
+    k: int, n: int, workers: int, name: str, receive: Callable[[], bytes], send: Callable[[bytes], Any]
+) -> None:
+    """Worker ``k`` of the prototype: steps its share of the envs each time ``receive()`` returns ``b"s"``."""
     shm = shared_memory.SharedMemory(name=name)
     obs = np.ndarray((n, 4), np.float32, shm.buf)
     act = np.ndarray((n,), np.int64, shm.buf[n * 16 :])
@@ -36,14 +40,14 @@ def prototype_worker(k: int, n: int, workers: int, name: str, r: int, w: int) ->
     envs = [gym.make("CartPole-v1") for _ in range(lo, hi)]
     for i, env in enumerate(envs):
         obs[lo + i] = env.reset(seed=i)[0]
-    os.write(w, b"r")
-    while os.read(r, 1) == b"s":
+    send(b"r")
+    while receive() == b"s":
         for i, env in enumerate(envs):
             o, _, terminated, truncated, _ = env.step(act[lo + i])
             if terminated or truncated:
                 o, _ = env.reset()
             obs[lo + i] = o
-        os.write(w, b"d")
+        send(b"d")
 
 
 def bare_group_step(self: EnvGroup, actions: Any, indices: Any = None) -> Any:
@@ -92,7 +96,7 @@ def main() -> None:
     for k in range(workers):
         r1, w1 = os.pipe()
         r2, w2 = os.pipe()
-        args_ = (k, n, workers, shm.name, r1, w2)
+        args_ = (k, n, workers, shm.name, lambda r=r1: os.read(r, 1), lambda d, w=w2: os.write(w, d))
         mp.get_context("fork").Process(target=prototype_worker, args=args_, daemon=True).start()
         pipes.append((w1, r2))
     for _, r in pipes:

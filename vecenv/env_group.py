@@ -197,7 +197,7 @@ class EnvGroup:
         #: ``"TimeLimit.truncated"`` (worker processes send only these to their parent)
         self.rich_infos: list[int] = []
         self._rows_of: Any = None
-        self._rows: list[np.ndarray] | None = None
+        self._rows: list[np.ndarray] = []
         self._row_shape: tuple[int, ...] = ()
         self._row_dtype: Any = None
         self.handlers: dict[Command, Callable[[Any], Any]] = {
@@ -260,6 +260,7 @@ class EnvGroup:
                 dones[j] = terminations[j] = truncations[j] = False
         infos: list[dict[str, Any]] = []
         step_rewards: list[Any] = []
+        add_reward, add_info, ndarray = step_rewards.append, infos.append, np.ndarray
         self.ended = ended = []
         self.rich_infos = rich_infos = []
         if next_step:
@@ -311,15 +312,15 @@ class EnvGroup:
                         elif next_step:
                             needs_reset[j] = True
                 # (dtype identity: builtin dtypes are singletons; an equal but distinct dtype takes the writer)
-                if rows is not None and type(obs) is np.ndarray and obs.dtype is row_dtype and obs.shape == row_shape:
+                if type(obs) is ndarray and obs.dtype is row_dtype and obs.shape == row_shape:
                     rows[j][...] = obs
                 else:
                     write(obs_buffer, j, obs)
             except Exception as exc:
                 self._fail(exc, j, Command.STEP)
                 raise
-            step_rewards.append(reward)
-            infos.append(info)
+            add_reward(reward)
+            add_info(info)
         if indices is None:
             self.rewards[:] = step_rewards
             self._flagged = ended
@@ -331,8 +332,8 @@ class EnvGroup:
         """The flag arrays were replaced or written by someone else: the next step clears them all."""
         self._flagged = None
 
-    def _make_rows(self) -> list[np.ndarray] | None:
-        """Views of the rows of the observation buffer (None for dict / tuple buffers), rebuilt when the
+    def _make_rows(self) -> list[np.ndarray]:
+        """Views of the rows of the observation buffer (none for dict / tuple buffers), rebuilt when the
         buffer is replaced (worker processes swap in their shared-memory slice)."""
         obs_buffer = self.obs
         self._rows_of = obs_buffer
@@ -340,7 +341,8 @@ class EnvGroup:
             self._rows = [obs_buffer[j, ...] for j in range(len(obs_buffer))]  # views, also of 0-d rows
             self._row_shape, self._row_dtype = obs_buffer.shape[1:], obs_buffer.dtype
         else:
-            self._rows = None
+            self._rows = []
+            self._row_dtype = None  # no array is of dtype None: every observation takes the writer
         return self._rows
 
     def _reset_one(self, j: int, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
