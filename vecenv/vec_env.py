@@ -707,7 +707,8 @@ class DummyVecEnv(WorkerVecEnv):
 
     :param env_fns: callables that each return a new ``gymnasium.Env``.
     :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`):
-        ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/autoreset.md.
+        ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/semantics.md (step and
+        reset) and docs/gymnasium-api.md (autoreset modes).
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
     :raises ValueError: if two callables return the same env instance, the envs' spaces differ, or
@@ -788,7 +789,8 @@ class SubprocVecEnv(WorkerVecEnv):
         (:meth:`async_reset` / :meth:`send` / :meth:`recv`); None: all envs. Results come back per worker
         group, so one env per worker (``n_workers=len(env_fns)``) gives EnvPool's exact batches.
     :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`):
-        ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/autoreset.md.
+        ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/semantics.md (step and
+        reset) and docs/gymnasium-api.md (autoreset modes).
     :param step_timeout: seconds a worker may take to step its envs; a worker that does not answer in time
         is killed and :class:`TimeoutError` names its envs (None: wait forever, still watching for death).
     :param reset_timeout: the same for resets.
