@@ -187,3 +187,22 @@ def test_subproc_dones_and_infos_match_dummy_over_episode_ends(n_workers: int) -
     # the schedule went through steps with and without episode ends, terminated and truncated ones
     assert seen["TimeLimit.truncated"] > 0
     assert seen["terminal_observation"] > seen["TimeLimit.truncated"]
+
+
+@pytest.mark.parametrize("start_method", ["fork", "forkserver", "spawn"])
+def test_payloads_larger_than_a_pipe_buffer_both_ways(start_method: str) -> None:
+    """Requests and replies of several MB go through the pipes whole, on every start method."""
+    venv = SubprocVecEnv([lambda: CounterEnv(episode_len=4)] * 2, n_workers=2, start_method=start_method)
+    try:
+        venv.reset()
+        big = np.arange(1_000_000, dtype=np.int64)  # 8 MB each way: set it, read it back through get_attr
+        venv.set_attr("payload", big)
+        for value in venv.get_attr("payload"):
+            np.testing.assert_array_equal(value, big)
+        # the pipes still carry ordinary steps afterwards
+        obs, rewards, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+        np.testing.assert_array_equal(obs[:, 2], [1, 1])  # CounterEnv: t counts the steps of the episode
+        np.testing.assert_array_equal(rewards, [0.5, 0.5])  # action + 0.5 * t
+        assert not dones.any() and infos == [{"TimeLimit.truncated": False}] * 2
+    finally:
+        venv.close()
