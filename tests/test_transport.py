@@ -203,6 +203,7 @@ def test_payloads_larger_than_a_pipe_buffer_both_ways(start_method: str) -> None
         obs, rewards, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
         np.testing.assert_array_equal(obs[:, 2], [1, 1])  # CounterEnv: t counts the steps of the episode
         np.testing.assert_array_equal(rewards, [0.5, 0.5])  # action + 0.5 * t
-        assert not dones.any() and infos == [{"TimeLimit.truncated": False}] * 2
+        assert not dones.any()
+        assert infos == [{"t": 1, "episode": 0, "TimeLimit.truncated": False}] * 2
     finally:
         venv.close()
