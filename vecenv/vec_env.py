@@ -191,6 +191,7 @@ class WorkerVecEnv(VecEnv):
             self._ready: dict[int, dict[str, Any]] = {}  # env id -> info, results not yet returned
             self._write_action = make_action_writer(action_space)
             self._check_actions = make_actions_checker(action_space)
+            self._composite_actions = isinstance(action_space, (gym.spaces.Dict, gym.spaces.Tuple))
             self.actions: Any = None
             super().__init__(num_envs, observation_space, action_space)
         except BaseException:
@@ -241,7 +242,8 @@ class WorkerVecEnv(VecEnv):
         if self._state is not AsyncState.IDLE or self._closed:
             self._check_idle("step_async")
         space = self.action_space
-        if num_actions(space, actions) != self.num_envs:
+        # (isinstance on Dict / Tuple spaces goes through ABCMeta: decided once, in __init__)
+        if (num_actions(space, actions) if self._composite_actions else len(actions)) != self.num_envs:
             raise ValueError(
                 f"actions must hold one action per env: expected {self.num_envs} actions, got "
                 f"{num_actions(space, actions)} (type {type(actions).__name__}"
