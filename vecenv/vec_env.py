@@ -15,8 +15,9 @@ import time
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import wait as mp_wait
+from operator import methodcaller
 from typing import Any
 
 import gymnasium as gym
@@ -61,17 +62,18 @@ class AsyncState(enum.Enum):
 _SHARED_STEP = (None, None)
 
 
-def _call_all(calls: Sequence[Callable[[], Any]]) -> list[Any]:
-    """Run every call even if some fail (so every worker's reply is drained), then raise the first error.
+def _call_all(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    """``fn(item)`` for every item even if some fail (so every worker's reply is drained), then raise the
+    first error.
 
     KeyboardInterrupt and SystemExit propagate at once; replies left unread are discarded by the
     workers before their next request.
     """
     results: list[Any] = []
     first_error: BaseException | None = None
-    for call in calls:
+    for item in items:
         try:
-            results.append(call())
+            results.append(fn(item))
         except Exception as exc:
             results.append(None)
             first_error = first_error or exc
@@ -82,7 +84,7 @@ def _call_all(calls: Sequence[Callable[[], Any]]) -> list[Any]:
 
 def _gather(workers: Sequence[Worker]) -> list[Any]:
     """``recv()`` from every worker; if some fail, the others are still drained, then the first error is raised."""
-    return _call_all([worker.recv for worker in workers])
+    return _call_all(methodcaller("recv"), workers)
 
 
 def _checked_batch_size(value: Any, num_envs: int) -> int:
@@ -282,17 +284,7 @@ class WorkerVecEnv(VecEnv):
             self._check_open("step_wait")
             raise NoAsyncCallError("step_wait() called without a pending step: call step_async(actions) first.")
         self._state = AsyncState.IDLE
-        # every worker's reply is collected even if one fails (so no reply is left unread), then the
-        # first error is raised
-        results = []
-        first_error: BaseException | None = None
-        for w in range(len(self._workers)):
-            try:
-                results.append(self._recv_step(w))
-            except Exception as exc:
-                first_error = first_error or exc
-        if first_error is not None:
-            raise first_error
+        results = _call_all(self._recv_step, range(len(self._workers)))
         infos: list[dict[str, Any]] = []
         reset_infos = self.reset_infos
         for (part_infos, part_reset_infos), (start, stop) in zip(results, self._slices, strict=True):
@@ -846,7 +838,7 @@ class SubprocVecEnv(WorkerVecEnv):
                 worker = SubprocWorker(ctx, [env_fns[i] for i in group], group, mode)
                 worker.step_timeout, worker.reset_timeout = step_timeout, reset_timeout
                 workers.append(worker)
-            all_spaces = _call_all([worker.handshake for worker in workers])
+            all_spaces = _call_all(methodcaller("handshake"), workers)
             observation_space, action_space = all_spaces[0]
             for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
                 check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)
