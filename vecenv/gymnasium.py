@@ -478,6 +478,21 @@ class _VecenvVectorEnv(VectorEnv):
 # --- SyncVectorEnv ------------------------------------------------------------------------------------
 
 
+def _values_per_env(values: Any, num_envs: int) -> list[Any] | tuple[Any, ...]:
+    """``set_attr``'s values: a list or tuple of ``num_envs`` values, or one value repeated (Gymnasium's rule).
+
+    :raises ValueError: Gymnasium's message, if a list or tuple does not hold ``num_envs`` values.
+    """
+    if not isinstance(values, (list, tuple)):
+        return [values for _ in range(num_envs)]
+    if len(values) != num_envs:
+        raise ValueError(
+            "Values must be a list or tuple with length equal to the number of environments. "
+            f"Got `{len(values)}` values for {num_envs} environments."
+        )
+    return values
+
+
 class SyncVectorEnv(_VecenvVectorEnv):
     """``gymnasium.vector.SyncVectorEnv`` on vecenv's :class:`~vecenv.DummyVecEnv`: the envs step in sequence
     in the calling process.
@@ -654,13 +669,7 @@ class SyncVectorEnv(_VecenvVectorEnv):
         :raises ValueError: if a list or tuple does not hold ``num_envs`` values (Gymnasium's message).
         """
         self._assert_is_running()
-        if not isinstance(values, (list, tuple)):
-            values = [values for _ in range(self.num_envs)]
-        if len(values) != self.num_envs:
-            raise ValueError(
-                "Values must be a list or tuple with length equal to the number of environments. "
-                f"Got `{len(values)}` values for {self.num_envs} environments."
-            )
+        values = _values_per_env(values, self.num_envs)
         for env, value in zip(self.envs, values, strict=True):
             env.set_wrapper_attr(name, value)
 
@@ -1025,13 +1034,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
         :raises gymnasium.error.AlreadyPendingCallError: if another call is pending.
         """
         self._assert_is_running()
-        if not isinstance(values, (list, tuple)):
-            values = [values for _ in range(self.num_envs)]
-        if len(values) != self.num_envs:
-            raise ValueError(
-                "Values must be a list or tuple with length equal to the number of environments. "
-                f"Got `{len(values)}` values for {self.num_envs} environments."
-            )
+        values = _values_per_env(values, self.num_envs)
         self._check_default("set_attr")
         venv = self._venv
         if all(value is values[0] for value in values):
