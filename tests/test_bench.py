@@ -212,6 +212,28 @@ def test_plan_skips_duplicate_and_oversized_worker_variants() -> None:
         assert any("n_workers" in note for note in notes)
 
 
+def test_parent_backend_gets_one_share_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vecenv-subproc-parent: parent_envs = N // cores with cores - 1 workers; not planned where N < cores."""
+    from vecenv.bench import runner
+
+    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda: 2)
+    assert [runner.parent_share(n) for n in (1, 2, 5, 64)] == [0, 1, 2, 32]
+    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda: 1)
+    assert runner.parent_share(64) == 0  # one core: no share
+    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda: 2)
+    cases, notes = plan_cases(BenchConfig(workloads=["cartpole"], num_envs=[1, 4]), cpu_iterations=None)
+    planned = {(c.num_envs, c.backend) for c in cases}
+    assert (4, "vecenv-subproc-parent") in planned and (1, "vecenv-subproc-parent") not in planned
+    assert any("vecenv-subproc-parent runs only" in note for note in notes)
+    adapter = runner._build_vecenv_subproc_parent([lambda: CountingEnv(episode_length=4)] * 4, 0, None)
+    try:
+        assert adapter.venv.n_workers == 1 and len(adapter.venv.processes) == 1
+        assert [type(w).__name__ for w in adapter.venv._workers] == ["InProcessWorker", "SubprocWorker"]
+        assert [w.env_indices for w in adapter.venv._workers] == [[0, 1], [2, 3]]
+    finally:
+        adapter.close()
+
+
 # --- one case ---------------------------------------------------------------------------------------
 
 
@@ -296,6 +318,7 @@ def _fake_records() -> list[dict[str, Any]]:
         _record("cartpole", 64, "vecenv-subproc", 2e6, startup_s=1.5, peak_rss_mib=900.0),
         _record("cartpole", 64, "sb3-subproc", 1e5),
         _record("cartpole", 64, "gym-async", 4e5),
+        _record("cartpole", 64, "vecenv-subproc-parent", 1.5e6),  # 15x sb3-subproc, 1.5x plain
         _record("cartpole", 16, "plain", 1e6),
         _record("cartpole", 16, "vecenv-dummy", 4e5),  # 2.5 us/step: 1.5 us overhead, not below 1.5
         {"workload": "cartpole", "num_envs": 16, "backend": "sb3-dummy", "status": "error", "error": "boom"},
@@ -340,6 +363,9 @@ def test_targets_on_a_fake_table() -> None:
     assert verdicts["cartpole N=64: vecenv-subproc >= 20x sb3-subproc"] == "PASS"  # exactly 20x
     assert verdicts["cartpole N=64: vecenv-subproc >= 1.25x plain"] == "PASS"
     assert verdicts["cpu N=16: vecenv-subproc >= 1.5x plain"] == "n/a"
+    assert verdicts["cartpole N=64: vecenv-subproc-parent >= 20x sb3-subproc"] == "FAIL"  # 15x
+    assert verdicts["cartpole N=64: vecenv-subproc-parent >= 1.25x plain"] == "PASS"  # 1.5x
+    assert verdicts["image N=16: vecenv-subproc-parent >= 5x gym-async"] == "n/a"
     assert verdicts["image N=16: vecenv-subproc >= 5x gym-async"] == "FAIL"  # 4x
     assert targets["image N=16: vecenv-subproc >= 5x gym-async"].measured.startswith("4.00x")
     # N=16 sb3-dummy failed, so only N=64 is compared: 1 us < 3 us

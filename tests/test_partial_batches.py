@@ -151,10 +151,14 @@ VARIANTS = [
     ("subproc", {"n_workers": 2}),
     ("subproc", {"n_workers": 4}),
     ("subproc", {"n_workers": 2, "shared_memory": False}),
+    ("subproc", {"n_workers": 1, "parent_envs": 2}),
+    ("subproc", {"n_workers": 2, "parent_envs": 1, "shared_memory": False}),
 ]
 
 
-@pytest.mark.parametrize(("variant", "kwargs"), VARIANTS, ids=["dummy", "1w", "2w", "4w", "2w-pickled"])
+@pytest.mark.parametrize(
+    ("variant", "kwargs"), VARIANTS, ids=["dummy", "1w", "2w", "4w", "2w-pickled", "parent2-1w", "parent1-2w-pickled"]
+)
 def test_send_recv_match_envs_stepped_by_hand(build, variant, kwargs):
     """Random subsets sent in random id order: recv returns exactly those envs in increasing id order, each row
     (obs, reward, done, info incl. terminal_observation, sparse infos) equal to the env stepped by hand;

@@ -397,7 +397,8 @@ def run_agreement(data: st.DataObject, start_method: str, max_envs: int, max_ops
     obs_space = data.draw(flat_spaces(), label="observation_space")
     action_space = data.draw(flat_spaces(), label="action_space")
     num_envs = data.draw(st.integers(1, max_envs), label="num_envs")
-    n_workers = data.draw(st.integers(1, num_envs), label="n_workers")
+    parent_envs = data.draw(st.sampled_from([0, 0, 0, *range(num_envs)]), label="parent_envs")
+    n_workers = data.draw(st.integers(1, num_envs - parent_envs), label="n_workers")
     shared_memory = data.draw(st.sampled_from([True, True, True, False]), label="shared_memory")
     special = data.draw(st.booleans(), label="special floats")
     first_reset = data.draw(reset_ops(num_envs), label="first reset")
@@ -428,7 +429,13 @@ def run_agreement(data: st.DataObject, start_method: str, max_envs: int, max_ops
     try:
         venvs.append(vecenv.DummyVecEnv(env_fns))
         venvs.append(
-            vecenv.SubprocVecEnv(env_fns, start_method=start_method, n_workers=n_workers, shared_memory=shared_memory)
+            vecenv.SubprocVecEnv(
+                env_fns,
+                start_method=start_method,
+                n_workers=n_workers,
+                shared_memory=shared_memory,
+                parent_envs=parent_envs,
+            )
         )
         assert venvs[1].n_workers == n_workers
         for venv in venvs:
@@ -485,7 +492,7 @@ def run_agreement(data: st.DataObject, start_method: str, max_envs: int, max_ops
                 if "action" in info:
                     assert_identical(info["action"], canonical(action_space, per_env[i]), f"action of env {i}")
 
-        event(f"num_envs={num_envs} n_workers={n_workers} shared_memory={shared_memory}")
+        event(f"num_envs={num_envs} n_workers={n_workers} parent_envs={parent_envs} shared_memory={shared_memory}")
         event(f"observation space {type(obs_space).__name__}, action space {type(action_space).__name__}")
         ends_seen = sum(bool(expected[2].any()) for what, expected, _ in history if what != "reset")
         event(f"steps with an episode end: {ends_seen}")

@@ -208,6 +208,22 @@ def _build_vecenv_subproc(env_fns: Sequence[EnvFn], seed: int, n_workers: int | 
     return VecEnvAdapter(SubprocVecEnv(list(env_fns), **kwargs), seed)
 
 
+def parent_share(num_envs: int) -> int:
+    """``parent_envs`` of the ``vecenv-subproc-parent`` backend: an equal share per core (the calling process
+    takes one core, the default ``n_workers`` the others); 0 below 2 cores or when ``num_envs`` is below the
+    number of cores (the backend is then not run)."""
+    from vecenv.vec_env import default_n_workers
+
+    cores = default_n_workers()
+    return num_envs // cores if cores > 1 else 0
+
+
+def _build_vecenv_subproc_parent(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None) -> BenchBackend:
+    from vecenv import SubprocVecEnv
+
+    return VecEnvAdapter(SubprocVecEnv(list(env_fns), parent_envs=parent_share(len(env_fns))), seed)
+
+
 def _build_sb3_dummy(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None) -> BenchBackend:
     sb3_vec_env = importlib.import_module("stable_baselines3.common.vec_env")
     return VecEnvAdapter(sb3_vec_env.DummyVecEnv(list(env_fns)), seed)
@@ -265,6 +281,8 @@ class BackendSpec:
     imports: tuple[str, ...] = ()
     preload: tuple[str, ...] = ()
     n_workers: int | None = None
+    #: ``SubprocVecEnv`` parameters the backend needs (absent in older vecenv versions)
+    subproc_parameters: tuple[str, ...] = ()
 
     def unavailable_reason(self) -> str | None:
         """Why this backend cannot run here (a missing package, an unsupported parameter), or None."""
@@ -278,6 +296,9 @@ class BackendSpec:
                 return f"{module} is not installed{hint}"
         if self.n_workers is not None and not vecenv_supports_n_workers():
             return "vecenv.SubprocVecEnv has no n_workers parameter in this version"
+        for parameter in self.subproc_parameters:
+            if not vecenv_supports(parameter):
+                return f"vecenv.SubprocVecEnv has no {parameter} parameter in this version"
         return None
 
 
@@ -298,6 +319,16 @@ BACKENDS: dict[str, BackendSpec] = {
             _build_vecenv_subproc,
             imports=("vecenv",),
             preload=_VECENV_PRELOAD,
+        ),
+        BackendSpec(
+            "vecenv-subproc-parent",
+            "vecenv.SubprocVecEnv(parent_envs=N // cores): this process steps one share, cores - 1 workers the rest",
+            "vecenv",
+            False,
+            _build_vecenv_subproc_parent,
+            imports=("vecenv",),
+            preload=_VECENV_PRELOAD,
+            subproc_parameters=("parent_envs",),
         ),
         BackendSpec(
             "sb3-dummy",
@@ -350,11 +381,16 @@ DEFAULT_N_WORKERS = (1, 4)
 _VARIANT = re.compile(r"vecenv-subproc-w([1-9][0-9]*)")
 
 
-def vecenv_supports_n_workers() -> bool:
-    """Whether this vecenv's ``SubprocVecEnv`` takes ``n_workers`` (several envs per worker process)."""
+def vecenv_supports(parameter: str) -> bool:
+    """Whether this vecenv's ``SubprocVecEnv`` takes ``parameter``."""
     from vecenv import SubprocVecEnv
 
-    return "n_workers" in inspect.signature(SubprocVecEnv).parameters
+    return parameter in inspect.signature(SubprocVecEnv).parameters
+
+
+def vecenv_supports_n_workers() -> bool:
+    """Whether this vecenv's ``SubprocVecEnv`` takes ``n_workers`` (several envs per worker process)."""
+    return vecenv_supports("n_workers")
 
 
 def backend_spec(name: str) -> BackendSpec:
@@ -678,6 +714,8 @@ def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Ca
                 k = spec.n_workers
                 if k is not None and not explicit and (k > n or k == min(cpu_count, n)):
                     continue  # the same layout as another variant or as the default
+                if spec.subproc_parameters == ("parent_envs",) and parent_share(n) == 0:
+                    continue  # no share for this process: the default layout
                 if (
                     spec.name == "sb3-subproc"
                     and not config.preload
@@ -702,6 +740,8 @@ def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Ca
                         preload=config.preload,
                     )
                 )
+    if any(spec.name == "vecenv-subproc-parent" for spec in available):
+        notes.append("vecenv-subproc-parent runs only where N >= the number of cores (else this process gets no env)")
     variants = [spec.name for spec in available if spec.n_workers is not None]
     if variants and not explicit:
         notes.append(

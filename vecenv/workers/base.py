@@ -21,6 +21,10 @@ class Worker(ABC):
     :param env_indices: global indices of the group's envs, contiguous and increasing.
     """
 
+    #: whether the worker reads its STEP actions from the vector env's shared action buffer (the STEP
+    #: payload then carries none); False: the actions travel with the request
+    reads_shared_actions: bool = False
+
     def __init__(self, env_indices: Sequence[int]) -> None:
         self.env_indices = list(env_indices)
 

@@ -420,6 +420,7 @@ class SubprocWorker(Worker):
         finally:
             self._fd_conn.close()
         self._reply(self._recv_raw("setup"))
+        self.reads_shared_actions = shared.actions is not None
         if obs_in_shm and shared.terminal_obs is not None:
             self._terminal_obs = shared.terminal_obs[start:stop]
 
