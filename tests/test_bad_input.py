@@ -69,6 +69,9 @@ CASES = [
     (DISCRETE, np.array([1.0, 2.0]), r"must be integers, got dtype float64"),
     (DISCRETE, np.array([1, 4]), r"out of range .*envs \[1\] got \[4\]"),
     (DISCRETE, np.array([0, 1]), r"out of range .*envs \[0\] got \[0\]"),
+    # more than 1024 values: checked with min / max instead of a set of the allowed values
+    (spaces.Discrete(5000, start=-2), np.array([4997, 4998]), r"out of range .*envs \[1\] got \[4998\]"),
+    (spaces.Discrete(5000, start=-2), np.array([-3, 0]), r"out of range .*envs \[0\] got \[-3\]"),
     (DISCRETE, np.array([[1, 2], [1, 2]]), r"must have shape \(2,\).*got shape \(2, 2\)"),
     (spaces.MultiDiscrete([2, 3]), np.array([[1, 2], [1, 3]]), r"out of range .*envs \[1\] got \[\[1, 3\]\]"),
     (spaces.MultiDiscrete([2, 3]), np.array([[1, 2, 0], [1, 0, 0]]), r"must have shape \(2, 2\).*got shape \(2, 3\)"),

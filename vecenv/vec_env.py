@@ -285,11 +285,14 @@ class WorkerVecEnv(VecEnv):
             raise NoAsyncCallError("step_wait() called without a pending step: call step_async(actions) first.")
         self._state = AsyncState.IDLE
         results = _call_all(self._recv_step, range(len(self._workers)))
-        infos: list[dict[str, Any]] = []
         reset_infos = self.reset_infos
-        for (part_infos, part_reset_infos), (start, stop) in zip(results, self._slices, strict=True):
-            infos += part_infos
-            reset_infos[start:stop] = part_reset_infos
+        if len(results) == 1:  # one group (DummyVecEnv): its infos list is fresh, hand it out as is
+            infos, reset_infos[:] = results[0]
+        else:
+            infos = []
+            for (part_infos, part_reset_infos), (start, stop) in zip(results, self._slices, strict=True):
+                infos += part_infos
+                reset_infos[start:stop] = part_reset_infos
         self._last_infos = infos
         obs = self._obs_buffer
         return (
