@@ -795,7 +795,7 @@ class SubprocVecEnv(WorkerVecEnv):
         in ``step_wait``, while the worker processes step the rest (default 0: every env in a worker). The
         calling process otherwise sleeps through the step, so on a machine with as many cores as worker
         processes this uses its core and saves one wake-up per step: e.g. on 2 cores ``n_workers=1,
-        parent_envs=num_envs // 2`` stepped 64 CartPoles 1.07-1.20x faster than the default (see
+        parent_envs=num_envs // 2`` stepped 64 CartPoles 1.07-1.16x faster than the default (see
         docs/performance.md). The parent's envs are not isolated: their exceptions are raised as from
         :class:`DummyVecEnv`, ``step_timeout``, ``reset_timeout`` and ``max_restarts`` do not cover them, and
         a crash or hang in one of them is the caller's. ``n_workers=None`` then means one worker process per
