@@ -52,7 +52,9 @@ def main() -> None:
     venvs = {}
     for text in args.layouts.split(","):
         workers, parent = layout(text)
-        venvs[text] = SubprocVecEnv([factory] * n, n_workers=workers, parent_envs=parent, start_method=args.start_method)
+        venvs[text] = SubprocVecEnv(
+            [factory] * n, n_workers=workers, parent_envs=parent, start_method=args.start_method
+        )
         venvs[text].reset()
     counter = [0]
 

@@ -640,6 +640,19 @@ def test_run_n_workers(capsys):
     assert _stats(summary) == _reference_stats("CartPole-v1", 3, 300, 2)
 
 
+def test_run_parent_envs(capsys):
+    """``--parent-envs K``: K envs in this process, the rest in the workers (summary line), same statistics as
+    dummy; K >= N is a one-line usage error before anything starts."""
+    args = ("run", "CartPole-v1", "-n", "3", "--steps", "300", "--seed", "2")
+    code, out, err = _run_main(capsys, *args, "--parent-envs", "2")
+    assert code == 0, err
+    summary = _parse_summary(out)
+    assert summary["backend"] == f"subproc ({DEFAULT_START_METHOD}, 1 workers, 2 envs in this process)"
+    assert _stats(summary) == _reference_stats("CartPole-v1", 3, 300, 2)
+    line = _assert_one_line_error(*_run_main(capsys, *args, "--parent-envs", "3"))
+    assert "--parent-envs 3 must be below --num-envs 3" in line
+
+
 def test_save_normalize_into_missing_folder_fails_before_running(capsys, tmp_path):
     """``--save-normalize`` into a folder that does not exist: one error line before any env is stepped."""
     line = _assert_one_line_error(

@@ -42,6 +42,7 @@ def test_parity_with_dummy(num_envs, n_workers, parent_envs, shared_memory):
     subproc = vecenv.SubprocVecEnv(fns, n_workers=n_workers, shared_memory=shared_memory, parent_envs=parent_envs)
     try:
         assert subproc.n_workers == n_workers and len(subproc.processes) == n_workers
+        assert subproc.parent_envs == parent_envs
         seen = compare_rollouts(dummy, subproc, num_envs, 300, seed=num_envs * 10 + parent_envs)
     finally:
         dummy.close()

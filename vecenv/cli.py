@@ -124,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes for the subproc backend (default: one per CPU core, at most N)",
     )
     run.add_argument(
+        "--parent-envs",
+        type=_non_negative_int,
+        default=0,
+        metavar="K",
+        help="envs the calling process steps itself with the subproc backend (SubprocVecEnv(parent_envs=K); "
+        "default: 0, every env in a worker process); must be below N",
+    )
+    run.add_argument(
         "--monitor",
         metavar="DIR",
         default=None,
@@ -267,6 +275,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         vec_env_kwargs["start_method"] = args.start_method
     if args.backend == "subproc" and args.n_workers is not None:
         vec_env_kwargs["n_workers"] = args.n_workers
+    if args.backend == "subproc" and args.parent_envs:
+        if args.parent_envs >= n:
+            raise UsageError(
+                f"--parent-envs {args.parent_envs} must be below --num-envs {n}: at least one env runs in a worker "
+                "process (--backend dummy steps every env in this process)"
+            )
+        vec_env_kwargs["parent_envs"] = args.parent_envs
     if args.save_normalize is not None:
         folder = os.path.dirname(os.path.abspath(args.save_normalize))
         if not os.path.isdir(folder):
@@ -318,7 +333,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     base = venv.unwrapped
     backend = args.backend
     if isinstance(base, SubprocVecEnv):
-        backend += f" ({base.start_method}, {base.n_workers} workers)"
+        in_parent = f", {base.parent_envs} envs in this process" if base.parent_envs else ""
+        backend += f" ({base.start_method}, {base.n_workers} workers{in_parent})"
     summary: dict[str, Any] = {
         "env_id": args.env_id,
         "backend": backend,

@@ -854,6 +854,8 @@ class SubprocVecEnv(WorkerVecEnv):
         ctx = mp.get_context(start_method)
         self.start_method = start_method
         self.n_workers = n_workers
+        #: how many envs (``0..parent_envs-1``) this process steps itself (see the ``parent_envs`` parameter)
+        self.parent_envs = parent_envs
         workers: list[Worker] = []
         subprocs: list[SubprocWorker] = []
         buffers = None
