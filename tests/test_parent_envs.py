@@ -17,7 +17,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import vecenv
-from tests.envs import CounterEnv, EnvFaultError, FaultEnv
+from tests.envs import CounterEnv, EnvFaultError, FaultEnv, ShapeEnv
 from tests.envs_perf import PidEnv, assert_same
 from tests.test_workers import compare_rollouts, info_fns, new_vecenv_workers
 from vecenv.errors import WorkerDiedError
@@ -180,3 +180,21 @@ def test_close_closes_the_parent_envs_and_the_workers():
     venv.close()
     assert [env.unwrapped.close_calls for env in parent_envs] == [1, 1]
     assert all(not p.is_alive() for p in processes)
+
+
+@pytest.mark.parametrize("where", ["parent", "worker"])
+def test_construction_errors_name_the_env_and_leave_no_process(where):
+    """A factory raising on either side: its exception with a note naming the env; spaces differing between the
+    parent's envs and a worker's: ValueError naming the env and both spaces. No worker process is left."""
+    before = {p.pid for p in mp.active_children()}
+    bad = 0 if where == "parent" else 2
+    fns = [functools.partial(FaultEnv, fail_in="init" if i == bad else None, offset=i) for i in range(3)]
+    with pytest.raises(EnvFaultError, match="custom fault in init") as info:
+        vecenv.SubprocVecEnv(fns, n_workers=1, parent_envs=2)
+    assert any(f"env {bad}" in note for note in getattr(info.value, "__notes__", []))
+    fns = [functools.partial(ShapeEnv, size=2 if i < 2 else 3) for i in range(3)]
+    with pytest.raises(ValueError, match=r"env 2 has observation_space .* while env 0 has"):
+        vecenv.SubprocVecEnv(fns, n_workers=1, parent_envs=2)
+    for process in new_vecenv_workers(before):
+        process.join(5)
+    assert new_vecenv_workers(before) == []
