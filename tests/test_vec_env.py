@@ -607,6 +607,23 @@ def test_reset_while_step_pending(any_backend, make_venv):
     assert_infos_equal(infos, exp[3])
 
 
+def test_reset_drops_or_discards_a_pending_step(any_backend, make_venv):
+    """reset() with a step pending: DummyVecEnv drops the recorded actions and its envs never step (SB3's
+    DummyVecEnv); SubprocVecEnv's workers started stepping in step_async, so that step ran and is discarded.
+    Seen through the envs' RNG: every step draws noise, which changes the next unseeded reset."""
+    venv = make_venv(any_backend, counter_fns(2))
+    reference = ReferenceVecEnv(counter_fns(2))
+    venv.seed(5)
+    venv.reset()
+    reference.reset(seed=5)
+    venv.step_async(np.array([1, 1]))
+    if any_backend != "dummy":
+        reference.step([1, 1])
+    np.testing.assert_array_equal(venv.reset(), reference.reset())
+    obs, _, _, _ = venv.step(np.array([0, 0]))
+    np.testing.assert_array_equal(obs, reference.step([0, 0])[0])
+
+
 def test_calls_after_close(any_backend, make_venv):
     """Every call that reaches the envs after close() raises ClosedVecEnvError; close() is idempotent."""
     venv = make_venv(any_backend, counter_fns(2, render_mode="rgb_array"))
