@@ -178,6 +178,39 @@ def test_async_default_context_and_one_process_per_env() -> None:
     assert run_parity(ref, ours, 12, mask_resets=True) >= 3
 
 
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+def test_async_with_parent_envs_matches_gymnasium_async(mode: AutoresetMode) -> None:
+    """parent_envs=2 (this process steps envs 0, 1, one worker env 2): the same as Gymnasium's AsyncVectorEnv,
+    masked resets included; the worker processes are the only processes listed."""
+    fns = env_fns("dict")
+    ref = gym.vector.AsyncVectorEnv(fns, context=CTX, autoreset_mode=mode)
+    ours = vg.AsyncVectorEnv(fns, context=CTX, autoreset_mode=mode, parent_envs=2)
+    assert ours.n_workers == 1 and len(ours.processes) == 1
+    assert run_parity(ref, ours, 14, mask_resets=True) >= 3
+
+
+def test_async_parent_envs_with_timeouts_and_max_concurrency() -> None:
+    """With parent_envs, step_wait(timeout) waits for the workers and then steps this process's envs (same
+    results as without a timeout); max_concurrency counts this process as one stepper, and 1 is refused."""
+    fns = env_fns("box", n=4)
+    ours = vg.AsyncVectorEnv(fns, context=CTX, parent_envs=1, max_concurrency=2)
+    ref = gym.vector.SyncVectorEnv(fns)
+    try:
+        assert ours.n_workers == 1
+        assert_same(ours.reset(seed=3), ref.reset(seed=3))
+        for _ in range(6):
+            actions = ref.action_space.sample()
+            ours.step_async(actions)
+            assert_same(ours.step_wait(timeout=30.0), ref.step(actions))
+    finally:
+        ours.close()
+        ref.close()
+    with pytest.raises(ValueError, match=r"max_concurrency` must be at least 2 with parent_envs=1"):
+        vg.AsyncVectorEnv(fns, context=CTX, parent_envs=1, max_concurrency=1)
+    with pytest.raises(ValueError, match=r"parent_envs must be an integer in 0\.\.3"):
+        vg.AsyncVectorEnv(fns, context=CTX, parent_envs=4)
+
+
 def test_sync_without_copy_matches() -> None:
     fns = env_fns("text")
     ref = gym.vector.SyncVectorEnv(fns, copy=False)

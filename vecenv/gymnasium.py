@@ -710,11 +710,18 @@ class AsyncVectorEnv(_VecenvVectorEnv):
         read its space (as Gymnasium does), then closes it.
     :param autoreset_mode: a :class:`gymnasium.vector.AutoresetMode` or its value (``NEXT_STEP`` by default).
     :param max_concurrency: at most this many envs run ``step`` / ``reset`` at a time: caps the number of
-        worker processes (each steps its envs in sequence). None: no cap.
+        worker processes (each steps its envs in sequence; with ``parent_envs`` this process counts as one).
+        None: no cap.
     :param n_workers: number of worker processes (vecenv's; None: one per CPU core available, at most
         ``len(env_fns)``). ``n_workers=len(env_fns)`` gives Gymnasium's one process per env.
+    :param parent_envs: vecenv's: how many envs (the first ones) this process steps itself, in
+        :meth:`step_wait`, while the workers step the rest (default 0; with it, ``n_workers=None`` means one
+        worker per core minus one). See :class:`vecenv.SubprocVecEnv`: the parent's envs are not isolated, and a
+        ``timeout`` of :meth:`step_wait` / :meth:`reset_wait` / :meth:`call_wait` waits for the workers only,
+        before this process steps its own envs (so with a timeout the two no longer overlap).
     :raises ValueError: for ``worker`` not None, ``daemon=False``, an invalid ``max_concurrency``, ``context``,
-        ``observation_mode`` or ``autoreset_mode``, and spaces shared memory cannot hold (see above).
+        ``observation_mode``, ``autoreset_mode`` or ``parent_envs``, and spaces shared memory cannot hold (see
+        above).
     :raises RuntimeError: if the envs' spaces differ (Gymnasium's messages, vecenv's details chained).
     """
 
@@ -732,6 +739,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         max_concurrency: int | None = None,
         n_workers: int | None = None,
+        parent_envs: int = 0,
     ) -> None:
         mode = autoreset_mode if isinstance(autoreset_mode, AutoresetMode) else AutoresetMode(autoreset_mode)
         if max_concurrency is not None:
@@ -769,14 +777,29 @@ class AsyncVectorEnv(_VecenvVectorEnv):
                 _check_shared_memory_space(given[1])
             holder = _SpaceHolder(given[1])
             fns = [_CheckedFactory(fn, holder, "equiv", "AsyncVectorEnv") if callable(fn) else fn for fn in fns]
-        workers = n_workers if n_workers is not None else min(default_n_workers(), max(1, len(fns)))
-        if max_concurrency is not None and isinstance(workers, (int, np.integer)):
-            workers = min(int(workers), int(max_concurrency))
+        workers: Any = n_workers
+        if workers is None and not parent_envs:
+            workers = min(default_n_workers(), max(1, len(fns)))
+        if max_concurrency is not None:
+            if workers is None:  # SubprocVecEnv's default with parent_envs: cores - 1
+                workers = max(1, default_n_workers() - 1)
+            if parent_envs and max_concurrency < 2:
+                raise ValueError(
+                    f"`max_concurrency` must be at least 2 with parent_envs={parent_envs!r} (this process steps its "
+                    f"envs while at least one worker steps the others), got {max_concurrency}."
+                )
+            if isinstance(workers, (int, np.integer)):  # this process is one of the concurrent steppers
+                workers = min(int(workers), int(max_concurrency) - (1 if parent_envs else 0))
         try:
             # always vecenv's shared memory: it pickles only what cannot live there (Text, Sequence, ...), and
             # keeps the float64 rewards exact (SubprocVecEnv(shared_memory=False) rounds them to float32)
             venv = _GymSubprocVecEnv(
-                fns, start_method=context, n_workers=workers, shared_memory=True, autoreset_mode=mode
+                fns,
+                start_method=context,
+                n_workers=workers,
+                shared_memory=True,
+                autoreset_mode=mode,
+                parent_envs=parent_envs,
             )
         except ValueError as exc:
             if not str(exc).startswith(_SPACES_DIFFER):
