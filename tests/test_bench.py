@@ -216,11 +216,11 @@ def test_parent_backend_gets_one_share_per_core(monkeypatch: pytest.MonkeyPatch)
     """vecenv-subproc-parent: parent_envs = N // cores with cores - 1 workers; not planned where N < cores."""
     from vecenv.bench import runner
 
-    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda: 2)
+    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda parent_envs=0: 2 - bool(parent_envs))
     assert [runner.parent_share(n) for n in (1, 2, 5, 64)] == [0, 1, 2, 32]
-    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda: 1)
+    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda parent_envs=0: 1)
     assert runner.parent_share(64) == 0  # one core: no share
-    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda: 2)
+    monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda parent_envs=0: 2 - bool(parent_envs))
     cases, notes = plan_cases(BenchConfig(workloads=["cartpole"], num_envs=[1, 4]), cpu_iterations=None)
     planned = {(c.num_envs, c.backend) for c in cases}
     assert (4, "vecenv-subproc-parent") in planned and (1, "vecenv-subproc-parent") not in planned

@@ -144,26 +144,34 @@ def compare_rollouts(dummy: vecenv.VecEnv, subproc: vecenv.VecEnv, num_envs: int
 
 
 PARITY = [
-    (5, 1, True),
-    (5, 2, True),
-    (5, 3, True),
-    (5, 5, True),
-    (7, 3, True),
-    (5, 2, False),
-    (7, 3, False),
+    # (num_envs, n_workers, shared_memory, parent_envs: envs stepped by the calling process itself)
+    (5, 1, True, 0),
+    (5, 2, True, 0),
+    (5, 3, True, 0),
+    (5, 5, True, 0),
+    (7, 3, True, 0),
+    (5, 2, False, 0),
+    (7, 3, False, 0),
+    (5, 1, True, 2),
+    (5, 2, True, 1),
+    (7, 2, True, 4),
+    (4, 1, False, 3),
+    (7, 3, False, 2),
 ]
 
 
-@pytest.mark.parametrize(("num_envs", "n_workers", "shared_memory"), PARITY)
-def test_parity_with_dummy(num_envs, n_workers, shared_memory):
+@pytest.mark.parametrize(("num_envs", "n_workers", "shared_memory", "parent_envs"), PARITY)
+def test_parity_with_dummy(num_envs, n_workers, shared_memory, parent_envs):
     """300 steps: obs, rewards, dones, infos (terminal_observation, TimeLimit.truncated, env content) and
-    reset_infos identical to DummyVecEnv, for even and uneven worker groups, with and without shared memory."""
+    reset_infos identical to DummyVecEnv, for even and uneven worker groups, with and without shared memory,
+    and whichever side of a ``parent_envs`` split an env is on."""
     fns = info_fns(num_envs)
     dummy = vecenv.DummyVecEnv(fns)
-    subproc = vecenv.SubprocVecEnv(fns, n_workers=n_workers, shared_memory=shared_memory)
+    subproc = vecenv.SubprocVecEnv(fns, n_workers=n_workers, shared_memory=shared_memory, parent_envs=parent_envs)
     try:
-        assert len(subproc.processes) == n_workers
-        seen = compare_rollouts(dummy, subproc, num_envs, 300, seed=num_envs * 10 + n_workers)
+        assert subproc.n_workers == n_workers and len(subproc.processes) == n_workers
+        assert subproc.parent_envs == parent_envs
+        seen = compare_rollouts(dummy, subproc, num_envs, 300, seed=num_envs * 10 + n_workers + parent_envs)
     finally:
         dummy.close()
         subproc.close()

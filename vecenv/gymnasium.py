@@ -777,12 +777,10 @@ class AsyncVectorEnv(_VecenvVectorEnv):
                 _check_shared_memory_space(given[1])
             holder = _SpaceHolder(given[1])
             fns = [_CheckedFactory(fn, holder, "equiv", "AsyncVectorEnv") if callable(fn) else fn for fn in fns]
-        workers: Any = n_workers
-        if workers is None and not parent_envs:
-            workers = min(default_n_workers(), max(1, len(fns)))
+        workers: Any = n_workers  # None: SubprocVecEnv's default
         if max_concurrency is not None:
-            if workers is None:  # SubprocVecEnv's default with parent_envs: cores - 1
-                workers = max(1, default_n_workers() - 1)
+            if workers is None:
+                workers = default_n_workers(parent_envs)
             if parent_envs and max_concurrency < 2:
                 raise ValueError(
                     f"`max_concurrency` must be at least 2 with parent_envs={parent_envs!r} (this process steps its "

@@ -790,11 +790,12 @@ class DummyVecEnv(WorkerVecEnv):
         return self._last_infos
 
 
-def default_n_workers() -> int:
-    """CPU cores this process may run on (the default number of worker processes)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)  # pragma: no cover - macOS
+def default_n_workers(parent_envs: int = 0) -> int:
+    """The default number of worker processes: the CPU cores this process may run on, minus the one it uses
+    itself when it steps envs (``parent_envs``), at least one."""
+    # (macOS has no sched_getaffinity)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores - (1 if parent_envs else 0))
 
 
 def split_groups(num_envs: int, n_workers: int) -> list[list[int]]:
@@ -896,7 +897,7 @@ class SubprocVecEnv(WorkerVecEnv):
         if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
             raise ValueError(f"max_restarts must be a non-negative integer, got {max_restarts!r}")
         if n_workers is None:  # one process per core; with parent_envs, this process takes one of them
-            n_workers = max(1, default_n_workers() - (1 if parent_envs else 0))
+            n_workers = default_n_workers(parent_envs)
         if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
             raise ValueError(f"n_workers must be a positive integer or None, got {n_workers!r}")
         n_workers = min(int(n_workers), len(env_fns) - parent_envs)

@@ -714,7 +714,7 @@ def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Ca
                 k = spec.n_workers
                 if k is not None and not explicit and (k > n or k == min(cpu_count, n)):
                     continue  # the same layout as another variant or as the default
-                if spec.subproc_parameters == ("parent_envs",) and parent_share(n) == 0:
+                if spec.name == "vecenv-subproc-parent" and parent_share(n) == 0:
                     continue  # no share for this process: the default layout
                 if (
                     spec.name == "sb3-subproc"
