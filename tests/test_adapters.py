@@ -247,7 +247,7 @@ def test_to_gymnasium_seeds_and_options_reach_the_envs():
 
 
 def test_to_gymnasium_terminated_and_truncated_together():
-    """vecenv keeps one flag: an env both terminated and truncated is reported terminated only (documented)."""
+    """An env both terminated and truncated is reported with both flags, as Gymnasium does."""
     fns = [functools.partial(CounterEnv, episode_len=1, end="both")]
     envs = to_gymnasium(DummyVecEnv(fns))
     ref = SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
@@ -255,7 +255,7 @@ def test_to_gymnasium_terminated_and_truncated_together():
     ref.reset(seed=0)
     _, _, terminations, truncations, infos = envs.step(np.array([0]))
     _, _, ref_terminations, ref_truncations, ref_infos = ref.step(np.array([0]))
-    assert (terminations.tolist(), truncations.tolist()) == ([True], [False])
+    assert (terminations.tolist(), truncations.tolist()) == ([True], [True])
     assert (ref_terminations.tolist(), ref_truncations.tolist()) == ([True], [True])
     assert_same(infos, ref_infos)
 
@@ -350,7 +350,8 @@ def test_from_gymnasium_matches_dummy_vec_env(env_set, mode):
     venv = from_gymnasium(SyncVectorEnv(fns, autoreset_mode=mode))
     ref = DummyVecEnv(fns)
     assert isinstance(venv, GymnasiumToVecEnv)
-    assert venv.autoreset_mode is mode
+    assert venv.vector_env_autoreset_mode is mode
+    assert venv.autoreset_mode is AutoresetMode.SAME_STEP  # the adapter's own steps follow SB3's rule
     assert venv.observation_space == ref.observation_space and venv.action_space == ref.action_space
     assert venv.seed(3) == ref.seed(3)
     assert_same(venv.reset(), ref.reset(), "reset")
@@ -602,7 +603,7 @@ def test_from_gymnasium_envpool_style_pool():
         venv = VecMonitor(from_gymnasium(FakeEnvPool(fns, seed=6)))
     ref = DummyVecEnv(fns)
     ref.seed(6)
-    assert venv.num_envs == 3 and venv.unwrapped.autoreset_mode is AutoresetMode.NEXT_STEP
+    assert venv.num_envs == 3 and venv.unwrapped.vector_env_autoreset_mode is AutoresetMode.NEXT_STEP
     assert venv.render_mode is None
     assert_same(venv.reset(), ref.reset())
     assert [info["env_id"] for info in venv.unwrapped.reset_infos] == [0, 1, 2]

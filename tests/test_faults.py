@@ -298,8 +298,12 @@ def test_exception_that_cannot_travel(backend, fault, venvs):
     if backend != "dummy":
         assert isinstance(exc.__cause__, RemoteTraceback)
         assert "in inject" in exc.__cause__.tb
-    obs, _, _, _ = venv.step(ZEROS)  # the faulty env raised before counting its first step
-    np.testing.assert_array_equal(obs[:, 2], [2, 1, 2] if backend != "dummy" else [2, 1, 1])
+    # the next step completes the failed one: the envs that stepped in it return that result (t = 1) instead of
+    # stepping again; the faulty env (it raised before counting its first step) and those after it step now
+    obs, _, _, _ = venv.step(ZEROS)
+    np.testing.assert_array_equal(obs[:, 2], [1, 1, 1])
+    obs, _, _, _ = venv.step(ZEROS)
+    np.testing.assert_array_equal(obs[:, 2], [2, 2, 2])
 
 
 # --- 2. worker death -------------------------------------------------------------------------------------
@@ -346,7 +350,7 @@ def _death_trigger(venv: vecenv.VecEnv, where: str) -> None:
 def test_worker_death(where, fault, backend, venvs):
     """A worker that dies in any command: WorkerDiedError (a RuntimeError) naming the pid, the envs of its group,
     the exit code or signal (the out-of-memory hint only for SIGKILL) and the command; never a pipe error. The
-    other worker keeps answering; every later call that reaches the dead worker raises WorkerDiedError again;
+    other worker keeps answering; every later call that reaches the dead worker raises the same WorkerDiedError;
     close() returns and no worker process is left (not even a zombie)."""
     # the fault fires at the first step (the parent is blocked in step_wait by then), the second reset, or
     # the first call of the other commands
@@ -383,8 +387,8 @@ def test_worker_death(where, fault, backend, venvs):
         with pytest.raises(WorkerDiedError) as again:
             call()
         assert_not_pipe_error(again.value)
-        assert f"The worker process {dead.pid} running envs [0, 1]" in str(again.value)
-        assert f"during {command}" in str(again.value)
+        # what happened, when it happened: the later calls did not meet a worker that died in their own command
+        assert str(again.value) == message, command
     assert venv.env_method("poke", 2, indices=[2]) == [202]  # still answering after all that
     venv.close()
     assert not_gone(pids) == {}

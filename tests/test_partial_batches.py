@@ -485,8 +485,9 @@ def test_env_exception_during_partial_step(build, variant, kwargs):
 
 @pytest.mark.parametrize(("variant", "kwargs"), [("dummy", {}), ("subproc", {"n_workers": 1})])
 def test_state_after_partial_error_with_nothing_in_flight(build, variant, kwargs):
-    """When the failing recv() leaves nothing in flight (one worker), the vec env is idle again, as after a failed
-    step(): recv() raises NoAsyncCallError (not an empty batch) and calls on sub-envs work."""
+    """When the failing recv() leaves nothing in flight (one worker), the next recv() returns what the envs that
+    stepped before the error returned; then the vec env is idle again: recv() raises NoAsyncCallError (not an
+    empty batch) and calls on sub-envs work."""
     fns = [functools.partial(FaultEnv, offset=i, fail_in="step" if i == 1 else None, after=1) for i in range(2)]
     venv = build(variant, fns, **kwargs)
     venv.async_reset()
@@ -494,6 +495,8 @@ def test_state_after_partial_error_with_nothing_in_flight(build, variant, kwargs
     venv.send(np.zeros(2, dtype=np.int64), [0, 1])
     with pytest.raises(EnvFaultError):
         venv.recv()
+    obs, _, _, _, env_ids = venv.recv()  # env 0 stepped before env 1 raised: its result comes now
+    assert env_ids.tolist() == [0] and obs[0, 2] == 1
     with pytest.raises(vecenv.NoAsyncCallError):
         venv.recv()
     assert venv.get_attr("offset") == [0, 1]

@@ -184,6 +184,11 @@ class EnvGroup:
         self.pending_options: list[dict[str, Any] | None] = [None] * n
         #: NEXT_STEP mode: local indices of the envs the last :meth:`step` reset (instead of stepping them)
         self.reset_by_last_step: list[int] = []
+        # SAME_STEP mode: envs whose episode ended in a step whose automatic reset raised -> what that step
+        # returned (reward, info, whether the info travels, terminated, truncated); their next step resets them
+        self._unfinished: dict[int, tuple[Any, dict[str, Any], bool, bool, bool]] = {}
+        # what the last step that raised completed (see take_partial_step)
+        self._partial_step: tuple[list[int], list[dict[str, Any]]] | None = None
         #: if set (a ``(k, *obs_shape)`` array, by worker processes whose observations live in shared
         #: memory), the last observation of a finished episode is written there instead of into
         #: ``info["terminal_observation"]`` when it has the buffer's dtype and shape; the worker's
@@ -230,6 +235,10 @@ class EnvGroup:
         :param indices: local indices of the envs to step (a partial batch), or None for all.
         :return: ``(infos, reset_infos)``: fresh info dicts of the stepped envs (in ``indices`` order), and
             :attr:`reset_infos` of all envs (updated for the envs that reset).
+        :raises BaseException: whatever an env raised (with a note naming it), or an interruption. The envs
+            that finished stepping before it keep their results (:meth:`take_partial_step`); the env that
+            raised and those after it have not stepped (an env whose automatic reset raised finishes it at its
+            next step, see :meth:`_keep_partial_step`).
         """
         # hot path: locals only; an observation of exactly the row's shape and dtype is stored through a
         # prebuilt row view (half the cost of buffer[j] = obs), anything else goes through the checking
@@ -263,19 +272,31 @@ class EnvGroup:
         add_reward, add_info, ndarray = step_rewards.append, infos.append, np.ndarray
         self.ended = ended = []
         self.rich_infos = rich_infos = []
-        if next_step:
-            self.reset_by_last_step = [j for j in stepped if needs_reset[j]]
-        for j in stepped:
-            try:
+        self.reset_by_last_step = reset_by_last_step = []
+        unfinished = self._unfinished or None
+        resetting = -1  # the env whose automatic reset (SAME_STEP) is running: kept as unfinished if it raises
+        try:
+            for j in stepped:
                 if next_step and needs_reset[j]:
                     # Gymnasium's NEXT_STEP: this step resets the env; its action is ignored
-                    needs_reset[j] = False
                     obs, reset_infos[j] = self._reset_one(j, None, None)
+                    needs_reset[j] = False
+                    reset_by_last_step.append(j)
                     info = _copy_info(reset_infos[j])
                     info["TimeLimit.truncated"] = False
                     if len(info) > 1:
                         rich_infos.append(len(infos))
                     reward: Any = 0.0
+                elif unfinished is not None and j in unfinished:
+                    # its episode ended in a step that raised in its automatic reset: reset it now (its action
+                    # is ignored) and report that episode end
+                    reward, info, rich, terminated, truncated = unfinished[j]
+                    obs, reset_infos[j] = self._reset_one(j, None, None)
+                    del unfinished[j]
+                    ended.append(j)
+                    dones[j], terminations[j], truncations[j] = True, terminated, truncated
+                    if rich:
+                        rich_infos.append(len(infos))
                 else:
                     obs, reward, terminated, truncated, env_info = envs[j].step(actions[j])
                     # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
@@ -308,7 +329,9 @@ class EnvGroup:
                                 info["terminal_observation"] = deepcopy(obs)
                                 if not env_info:
                                     rich_infos.append(len(infos))
+                            resetting = j
                             obs, reset_infos[j] = self._reset_one(j, None, None)
+                            resetting = -1
                         elif next_step:
                             needs_reset[j] = True
                 # (dtype identity: builtin dtypes are singletons; an equal but distinct dtype takes the writer)
@@ -316,17 +339,63 @@ class EnvGroup:
                     rows[j][...] = obs
                 else:
                     write(obs_buffer, j, obs)
-            except Exception as exc:
-                self._fail(exc, j, Command.STEP)
-                raise
-            add_reward(reward)
-            add_info(info)
-        if indices is None:
-            self.rewards[:] = step_rewards
-            self._flagged = ended
-        else:
-            self.rewards[stepped] = step_rewards
+                add_reward(reward)
+                add_info(info)
+            if indices is None:
+                self.rewards[:] = step_rewards
+                self._flagged = ended
+            else:
+                self.rewards[stepped] = step_rewards
+        except BaseException as exc:
+            autoreset = None
+            if resetting >= 0:
+                rich = bool(rich_infos) and rich_infos[-1] == len(infos)
+                autoreset = (reward, info, rich, bool(terminated), bool(truncated))
+            self._keep_partial_step(exc, stepped, infos, step_rewards, autoreset)
+            raise
         return infos, reset_infos
+
+    def _keep_partial_step(
+        self,
+        exc: BaseException,
+        stepped: Sequence[int],
+        infos: list[dict[str, Any]],
+        step_rewards: list[Any],
+        autoreset: tuple[Any, dict[str, Any], bool, bool, bool] | None,
+    ) -> None:
+        """A step raised (or was interrupted) after ``len(infos)`` envs of ``stepped`` had finished stepping.
+
+        Those envs keep their results: observations and flags are in the buffers already, their rewards are
+        written now, and :meth:`take_partial_step` hands out their infos (:attr:`ended`, :attr:`rich_infos` and
+        :attr:`reset_by_last_step` describe them alone). The env that raised keeps no flag; if its episode had
+        ended and its automatic reset raised (``autoreset``: what its step returned), its next step finishes
+        that reset and reports the episode end. Flags are cleared in full by the next step.
+        """
+        done = len(infos)
+        completed = list(stepped[:done])
+        if completed:
+            self.rewards[completed] = step_rewards[:done]
+        if done < len(stepped):
+            failed = stepped[done]
+            if isinstance(exc, Exception):
+                self._fail(exc, failed, Command.STEP)
+            self.dones[failed] = self.terminations[failed] = self.truncations[failed] = False
+            if self.ended and self.ended[-1] == failed:
+                self.ended.pop()
+            if autoreset is not None:
+                self._unfinished[failed] = autoreset
+        while self.rich_infos and self.rich_infos[-1] >= done:
+            self.rich_infos.pop()
+        self._flagged = None
+        self._partial_step = (completed, infos)
+
+    def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]]] | None:
+        """What the last :meth:`step` that raised completed: ``(local indices, their infos)``, or None; once.
+
+        The rows of those envs in the buffers hold their results (see :meth:`_keep_partial_step`).
+        """
+        partial, self._partial_step = self._partial_step, None
+        return partial
 
     def forget_flags(self) -> None:
         """The flag arrays were replaced or written by someone else: the next step clears them all."""
@@ -346,18 +415,21 @@ class EnvGroup:
         return self._rows
 
     def _reset_one(self, j: int, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
-        """Reset env ``j`` with ``seed`` / ``options``, else its pending ones (which are consumed either way)."""
+        """Reset env ``j`` with ``seed`` / ``options``, else its pending ones, which are consumed (either way) once
+        the reset succeeded: a reset that raised leaves them for the next one."""
         if seed is None:
             seed = self.pending_seeds[j]
         if not options:
             options = self.pending_options[j]
+        if options:
+            result = self.envs[j].reset(seed=seed, options=options)
+        elif seed is not None:
+            result = self.envs[j].reset(seed=seed)
+        else:
+            result = self.envs[j].reset()
         self.pending_seeds[j] = None
         self.pending_options[j] = None
-        if options:
-            return self.envs[j].reset(seed=seed, options=options)
-        if seed is not None:
-            return self.envs[j].reset(seed=seed)
-        return self.envs[j].reset()
+        return result
 
     def reset(self, payload: tuple[Any, ...]) -> list[dict[str, Any]]:
         """Reset envs, env ``j`` with ``seed=seeds[j]`` and ``options=options[j]`` (or its pending ones).
@@ -373,6 +445,7 @@ class EnvGroup:
             try:
                 obs, self.reset_infos[j] = self._reset_one(j, seeds[j], options[j])
                 self.needs_reset[j] = False
+                self._unfinished.pop(j, None)
                 self.dones[j] = self.terminations[j] = self.truncations[j] = False
                 self._write_obs(self.obs, j, obs)
             except Exception as exc:

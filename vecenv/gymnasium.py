@@ -34,7 +34,7 @@ from gymnasium.vector.utils import batch_differing_spaces, batch_space, create_s
 from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError
 from vecenv.protocol import Command
 from vecenv.spaces import batch_copy
-from vecenv.vec_env import DummyVecEnv, SubprocVecEnv, WorkerVecEnv, _gather, default_n_workers
+from vecenv.vec_env import DummyVecEnv, SubprocVecEnv, WorkerVecEnv, default_n_workers
 
 __all__ = ["AsyncVectorEnv", "SyncVectorEnv"]
 
@@ -345,10 +345,13 @@ class _VecenvVectorEnv(VectorEnv):
             )
         return np.flatnonzero(reset_mask).tolist(), options
 
-    def _load_reset_args(self, seeds: list[int | None], options: dict[str, Any] | None) -> None:
-        """Give the coming reset its seeds / options; seeds / options set earlier by :meth:`seed` /
-        :meth:`set_options` first go to the envs as pending (used where the reset passes none)."""
+    def _load_reset_args(
+        self, seeds: list[int | None], options: dict[str, Any] | None, env_ids: list[int] | None
+    ) -> None:
+        """Give the coming reset of ``env_ids`` (all if None) its seeds / options; seeds / options set earlier by
+        :meth:`seed` / :meth:`set_options` first go to the envs as pending (used where the reset passes none)."""
         venv = self._venv
+        venv._prepare_reset(env_ids)
         if venv._pending_seeds_or_options:
             venv._push_pending()
         venv.seed(seeds)
@@ -593,7 +596,7 @@ class SyncVectorEnv(_VecenvVectorEnv):
         self._assert_is_running()
         seeds = self._seed_list(seed)
         env_ids, options = self._split_options(options)
-        self._load_reset_args(seeds, options)
+        self._load_reset_args(seeds, options, env_ids)
         try:
             self._venv._reset_envs(env_ids)
         finally:
@@ -836,9 +839,10 @@ class AsyncVectorEnv(_VecenvVectorEnv):
         self.max_concurrency = max_concurrency
         self.n_workers = venv.n_workers
         self._state = AsyncState.DEFAULT
-        self._reset_requests: list[tuple[int, list[int] | None]] = []
+        self._reset_requests: list[tuple[int, list[int] | None, Any]] = []
         self._reset_ids: list[int] | None = None
         self._call_request: tuple[str, tuple[Any, ...], dict[str, Any]] = ("", (), {})
+        self._call_token: tuple[Any, ...] = ()
         self._call_error: Exception | None = None
 
     @property
@@ -898,7 +902,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
         self._check_default("reset_async", period="")
         env_ids, options = self._split_options(options)
         venv = self._venv
-        self._load_reset_args(seeds, options)
+        self._load_reset_args(seeds, options, env_ids)
         try:
             requests = venv._send_reset(env_ids)
         finally:
@@ -991,8 +995,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
                 f"Trying to call function `{name}` with `call`, use `{name}` directly instead."
             )
         else:
-            for worker in self._venv._workers:
-                worker.send(Command.ENV_METHOD, (name, args, kwargs, list(range(len(worker.env_indices)))))
+            self._call_token = self._venv._start_call(Command.ENV_METHOD, None, name, args, kwargs)
         self._state = AsyncState.WAITING_CALL
 
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
@@ -1012,7 +1015,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
             raise self._call_error
         self._wait(timeout, "call_wait")
         try:
-            parts = _gather(self._venv._workers)
+            values = self._venv._finish_call(self._call_token)
         except TypeError as error:
             # Gymnasium's call() returns an attribute that is not callable
             if not _NOT_CALLABLE.search(str(error)):
@@ -1024,7 +1027,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
             if any(callable(value) for value in values):
                 raise
             return tuple(values)
-        return tuple(value for part in parts for value in part)
+        return tuple(values)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Attribute ``name`` of every env (found through its wrappers); a method is called, as Gymnasium's

@@ -210,7 +210,7 @@ class StackedObservations(Generic[TObs]):
         for env_idx in np.flatnonzero(dones):
             if "terminal_observation" in infos[env_idx]:
                 terminals[int(env_idx)] = infos[env_idx]["terminal_observation"]
-            else:
+            elif not infos[env_idx].get("vecenv.restarted", False):  # a restart loses the last observation
                 missing = True
         if missing:
             warnings.warn(MISSING_TERMINAL_WARNING, stacklevel=2)
@@ -218,6 +218,20 @@ class StackedObservations(Generic[TObs]):
         for env_idx, terminal in stacked_terminals.items():
             infos[env_idx]["terminal_observation"] = terminal
         return cast(TObs, stacked), infos
+
+    def push(self, observations: TObs, starts: np.ndarray) -> TObs:
+        """Push the observations of one step onto the stacks, where no terminal observation is involved.
+
+        For the autoreset modes in which a step that ends an episode returns its last observation (Gymnasium's
+        ``NEXT_STEP`` and ``DISABLED``): ``observations[i]`` joins env ``i``'s stack, which first restarts from
+        zeros where ``starts[i]`` (the observation is the first of a new episode).
+
+        :param observations: the observations after the step, ``(num_envs, *obs_shape)`` (dict for Dict spaces).
+        :param starts: ``(num_envs,)`` bools, True where ``observations[i]`` starts an episode.
+        :return: the stacks ``(num_envs, *stacked_shape)`` (dict for Dict spaces), a copy the caller may keep.
+        """
+        stacked, _ = self._update(observations, starts, {})
+        return cast(TObs, stacked)
 
     # --- the work, on either kind of space (typed loosely; the public methods give the types) ----------------
 

@@ -189,8 +189,19 @@ class WorkerVecEnv(VecEnv):
                 )
             self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
             self._batch_size = num_envs
-            self._in_flight: dict[int, tuple[Command, list[int]]] = {}  # worker -> (command, env ids)
-            self._ready: dict[int, dict[str, Any]] = {}  # env id -> info, results not yet returned
+            # partial batches: worker -> (command, env ids, RESET payload); env id -> info not returned yet
+            self._in_flight: dict[int, tuple[Command, list[int], Any]] = {}
+            self._ready: dict[int, dict[str, Any]] = {}
+            # after a failure: env id -> info of a step result not returned yet (see _hold_partial)
+            self._held: dict[int, dict[str, Any]] = {}
+            # whether a failed step left STEP replies unread (collected by _settle before the next request)
+            self._unsettled = False
+            # the last step's (worker, local ids or None for all) when some envs were held; None: every env
+            self._plan: list[tuple[int, list[int] | None]] | None = None
+            self._full_plan: list[tuple[int, list[int] | None]] = [(w, None) for w in range(len(self._workers))]
+            self._all_workers = list(range(len(self._workers)))
+            # step results received during the current collection, by worker (held if the step fails)
+            self._received: dict[int, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
             self._write_action = make_action_writer(action_space)
             self._check_actions = make_actions_checker(action_space)
             self._composite_actions = isinstance(action_space, (gym.spaces.Dict, gym.spaces.Tuple))
@@ -234,6 +245,9 @@ class WorkerVecEnv(VecEnv):
     def step_async(self, actions: np.ndarray) -> None:
         """Start stepping every env; env ``i`` receives ``actions[i]``.
 
+        After a step that raised, the envs that had finished stepping in it are not stepped: the step started
+        here returns their results from then, and their actions are ignored (see docs/reliability.md).
+
         :param actions: ``(num_envs, *action_shape)`` array, a list with one action per env, or for
             Dict / Tuple action spaces a dict / tuple of batched arrays.
         :raises AlreadyPendingCallError: if a step is already pending.
@@ -242,22 +256,9 @@ class WorkerVecEnv(VecEnv):
             before anything reaches an env (see :func:`vecenv.spaces.make_actions_checker`).
         """
         self._begin_step(actions)
-        space = self.action_space
-        action_buffer = self._action_buffer
-        if action_buffer is not None:
-            write_actions(space, action_buffer, actions)
-        for w, worker in enumerate(self._workers):
-            if worker.reads_shared_actions:
-                payload: tuple[Any, Any] = _SHARED_STEP
-            else:
-                start, stop = self._slices[w]
-                payload = (split_actions(space, actions, start, stop), None)
-            try:
-                worker.send(Command.STEP, payload)
-            except WorkerDiedError as exc:
-                if self.restarts >= self.max_restarts:
-                    raise
-                self._dead[w] = exc  # restarted by step_wait
+        if self._action_buffer is not None:
+            write_actions(self.action_space, self._action_buffer, actions)
+        self._send_steps(actions)
         self.actions = actions
         self._state = AsyncState.WAITING_STEP
 
@@ -268,22 +269,16 @@ class WorkerVecEnv(VecEnv):
             (dict / tuple of arrays for Dict / Tuple spaces), rewards float32 ``(num_envs,)``, dones bool
             ``(num_envs,)``, infos a list of ``num_envs`` dicts. Returned arrays are the caller's to keep.
         :raises NoAsyncCallError: if no step is pending.
+        :raises Exception: an env's exception (with a note naming the env); the envs that finished stepping
+            keep their results for the next step (see :meth:`step_async`).
         """
         self._take_pending_step()
-        results = _call_all(self._recv_step, range(len(self._workers)))
-        reset_infos = self.reset_infos
-        if len(results) == 1:  # one group: its infos list is fresh, hand it out as is
-            infos, reset_infos[:] = results[0]
-        else:
-            infos = []
-            for (part_infos, part_reset_infos), (start, stop) in zip(results, self._slices, strict=True):
-                infos += part_infos
-                reset_infos[start:stop] = part_reset_infos
-        return self._step_result(infos)
+        return self._collect_steps()
 
     def _begin_step(self, actions: Any) -> None:
         """:meth:`step_async`'s checks, before anything reaches an env: idle, one valid action per env; then the
-        seeds / options set since the last step are handed to the envs."""
+        replies an interrupted step left unread are collected, and the seeds / options set since the last step
+        are handed to the envs."""
         if self._state is not AsyncState.IDLE or self._closed:
             self._check_idle("step_async")
         # (isinstance on Dict / Tuple spaces goes through ABCMeta: decided once, in __init__)
@@ -294,8 +289,76 @@ class WorkerVecEnv(VecEnv):
                 f"{', shape ' + str(actions.shape) if isinstance(actions, np.ndarray) else ''})"
             )
         self._check_actions(actions, self.num_envs)
+        if self._unsettled:
+            self._settle()
         if self._pending_seeds_or_options:
             self._push_pending()
+
+    def _send_steps(self, actions: Any) -> None:
+        """Send STEP to the workers: every env, except those holding the result of a step that raised (they are
+        not stepped; :meth:`_collect_steps` returns what they hold)."""
+        space, slices, workers = self.action_space, self._slices, self._workers
+        plan = self._plan_around_held() if self._held else None
+        self._plan = plan
+        try:
+            for w, local_ids in self._full_plan if plan is None else plan:
+                worker = workers[w]
+                if worker.reads_shared_actions:
+                    payload: tuple[Any, Any] = _SHARED_STEP if local_ids is None else (None, local_ids)
+                else:
+                    start, stop = slices[w]
+                    payload = (split_actions(space, actions, start, stop), local_ids)
+                try:
+                    worker.send(Command.STEP, payload)
+                except WorkerDiedError as exc:
+                    if not self._may_restart():
+                        raise
+                    self._dead[w] = exc  # restarted by step_wait
+        except BaseException:
+            # the workers sent to will step: their results are collected by the next call
+            self._unsettled = any(worker.pending is Command.STEP for worker in workers)
+            raise
+
+    def _plan_around_held(self) -> list[tuple[int, list[int] | None]]:
+        """``(worker, local ids to step, None for all)`` for each worker with an env that holds no result."""
+        held = self._held
+        plan: list[tuple[int, list[int] | None]] = []
+        for w, (start, stop) in enumerate(self._slices):
+            local_ids = [j for j in range(stop - start) if start + j not in held]
+            if len(local_ids) == stop - start:
+                plan.append((w, None))
+            elif local_ids:
+                plan.append((w, local_ids))
+        return plan
+
+    def _collect_steps(self) -> VecEnvStepReturn:
+        """The results of the STEPs sent by :meth:`_send_steps`, merged with the results held from a failed step.
+
+        If a worker's step raised (or the wait is interrupted), the results of every env that did step are
+        held for the next step (:meth:`_hold_received`, :meth:`_hold_partial`), then the error propagates.
+        """
+        plan = self._plan
+        self._received = {}
+        try:
+            results = _call_all(self._recv_step, self._all_workers if plan is None else [w for w, _ in plan])
+        except BaseException:
+            self._hold_received(plan)
+            # a worker not waited for yet (KeyboardInterrupt) still steps: collected by the next call
+            self._unsettled = any(worker.pending is Command.STEP for worker in self._workers)
+            raise
+        if plan is not None:  # some envs hold results of a failed step: merge per env
+            self._hold_received(plan)
+            held = self._held
+            return self._step_result([held.pop(i) for i in range(self.num_envs)])
+        reset_infos = self.reset_infos
+        if len(results) == 1:  # one group: its infos list is fresh, hand it out as is
+            infos, reset_infos[:] = results[0]
+        else:
+            infos = []
+            for (part_infos, part_reset_infos), (start, stop) in zip(results, self._slices, strict=True):
+                infos += part_infos
+                reset_infos[start:stop] = part_reset_infos
+        return self._step_result(infos)
 
     def _take_pending_step(self) -> None:
         """:meth:`step_wait`'s entry: a step must be pending; it is no longer once collection starts.
@@ -311,7 +374,7 @@ class WorkerVecEnv(VecEnv):
         """``reset()`` with a step pending: collect the workers' replies and drop them."""
         self._state = AsyncState.IDLE
         with contextlib.suppress(Exception):
-            _gather(self._workers)
+            _gather([worker for worker in self._workers if worker.pending is not None])
 
     def _step_result(self, infos: list[dict[str, Any]]) -> VecEnvStepReturn:
         """``(obs, rewards, dones, infos)`` of the step just collected, as copies the caller may keep."""
@@ -324,23 +387,119 @@ class WorkerVecEnv(VecEnv):
             infos,
         )
 
+    @property
+    def terminations(self) -> np.ndarray:
+        """bool ``(num_envs,)``: whether each env's last step ended its episode by termination (a copy).
+
+        With :attr:`truncations`, the raw flags behind ``dones`` (both may be True, as Gymnasium reports them;
+        ``infos[i]["TimeLimit.truncated"]`` is SB3's ``truncated and not terminated``).
+        """
+        return self._terminations.copy()
+
+    @property
+    def truncations(self) -> np.ndarray:
+        """bool ``(num_envs,)``: whether each env's last step ended its episode by truncation (a copy)."""
+        return self._truncations.copy()
+
+    # --- results held after a failure -----------------------------------------------------------------
+    #
+    # A step that raises (an env's exception, an interruption, a dead worker beyond the restart budget) has
+    # no return value, yet some envs did step in it: their observations, rewards and flags are in the
+    # buffers, and their infos are kept in self._held (env id -> info) until a step returns them. Such an
+    # env is not stepped again until then (its action in that step is ignored), so every env reports each
+    # of its steps exactly once. A reset of the env drops what it holds.
+
+    def _hold_partial(self, w: int) -> None:
+        """Hold what worker ``w``'s failed step completed (the envs that finished before the error)."""
+        partial = self._workers[w].take_partial_step()
+        if partial is None:
+            return
+        local_ids, infos, reset_infos = partial
+        start, stop = self._slices[w]
+        self.reset_infos[start:stop] = reset_infos
+        for j, info in zip(local_ids, infos, strict=True):
+            self._held[start + j] = info
+
+    def _hold_received(self, plan: list[tuple[int, list[int] | None]] | None) -> None:
+        """Hold the step results received from the workers in :attr:`_received` (stepped as ``plan`` says)."""
+        ids_of = {} if plan is None else dict(plan)
+        for w, (part_infos, part_reset_infos) in self._received.items():
+            start, stop = self._slices[w]
+            self.reset_infos[start:stop] = part_reset_infos
+            local_ids = ids_of.get(w)
+            if local_ids is None or len(part_infos) == stop - start:  # every env (a restart reports all)
+                local_ids = list(range(stop - start))
+            for j, info in zip(local_ids, part_infos, strict=True):
+                self._held[start + j] = info
+        self._received = {}
+
+    def _settle(self) -> None:
+        """Collect the STEP replies an interrupted step left unread; their envs hold those results."""
+        plan = self._plan
+        self._received = {}
+        waiting = [
+            w for w, worker in enumerate(self._workers) if worker.pending is Command.STEP and w not in self._in_flight
+        ]
+        try:
+            _call_all(self._recv_step, waiting)
+        finally:
+            self._hold_received(plan)
+            self._unsettled = any(
+                worker.pending is Command.STEP and w not in self._in_flight for w, worker in enumerate(self._workers)
+            )
+
+    def _forget_results(self) -> None:
+        """Every env is about to be reset: drop held results (replies still unread are dropped by the reset)."""
+        self._held.clear()
+        self._unsettled = False
+        self._dead.clear()  # a dead worker is found again by the reset, which applies the restart rule
+        self._plan = None
+
     # --- worker restarts (opt-in: max_restarts) ---------------------------------------------------------
+    #
+    # Every request that reaches a dead worker (or a worker that dies or times out while answering it) goes
+    # through one rule: within the budget, the worker is restarted (_restart) and its envs report the cut
+    # episode (dones=True, TimeLimit.truncated, vecenv.restarted) at the next step; over it, the error rises.
+
+    def _may_restart(self) -> bool:
+        return self.restarts < self.max_restarts
+
+    def _restartable(self, w: int, error: BaseException) -> bool:
+        """Whether ``error`` from worker ``w`` means it is gone and the budget allows a restart (an env's own
+        TimeoutError from a live worker is the env's error, not a reason to restart)."""
+        return isinstance(error, Exception) and not self._workers[w].usable and self._may_restart()
 
     def _recv_step(self, w: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Worker ``w``'s step result; a dead or timed-out worker is restarted while the budget lasts."""
+        """Worker ``w``'s step result; a dead or timed-out worker is restarted while the budget lasts. The
+        result is also kept in :attr:`_received` until the whole step is collected."""
         exc = self._dead.pop(w, None)
         if exc is None:
             try:
                 result: tuple[list[dict[str, Any]], list[dict[str, Any]]] = self._workers[w].recv()
-                return result
-            except (WorkerDiedError, TimeoutError) as error:
-                if self.restarts >= self.max_restarts:
+            except BaseException as error:
+                if not self._restartable(w, error):
+                    self._hold_partial(w)
                     raise
                 exc = error
-        return self._restart(w, exc)
+            else:
+                self._received[w] = result
+                return result
+        result = self._restart(w, exc)
+        self._received[w] = result
+        return result
 
-    def _restart(self, w: int, cause: BaseException) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Restart worker ``w`` after ``cause``; its envs report a truncated episode end (see docs)."""
+    def _restart(
+        self,
+        w: int,
+        cause: BaseException,
+        seeds: Sequence[int | None] | None = None,
+        options: Sequence[dict[str, Any] | None] | None = None,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Restart worker ``w`` after ``cause``, resetting its envs with ``seeds`` / ``options`` (default: those
+        still pending for them, which are then used up); its envs report a truncated episode end (see docs).
+
+        :return: ``(infos, reset_infos)`` of the worker's envs; their rows of the buffers are written.
+        """
         worker = self._workers[w]
         self.restarts += 1
         warnings.warn(
@@ -349,8 +508,12 @@ class WorkerVecEnv(VecEnv):
             RuntimeWarning,
             stacklevel=3,
         )
-        reset_infos = worker.restart()
         start, stop = self._slices[w]
+        if seeds is None and options is None:
+            seeds, options = self._take_pending(start, stop)
+        reset_infos = worker.restart(seeds, options)
+        for env_id in range(start, stop):  # the restart supersedes what its envs held
+            self._held.pop(env_id, None)
         self._rewards[start:stop] = 0.0
         self._dones[start:stop] = True
         self._terminations[start:stop] = False
@@ -362,10 +525,60 @@ class WorkerVecEnv(VecEnv):
         ]
         return infos, reset_infos
 
+    def _restart_and_hold(
+        self,
+        w: int,
+        cause: BaseException,
+        seeds: Sequence[int | None] | None = None,
+        options: Sequence[dict[str, Any] | None] | None = None,
+    ) -> None:
+        """Restart worker ``w`` outside a step: its envs hold the restart report, returned by their next step."""
+        infos, reset_infos = self._restart(w, cause, seeds, options)
+        start, stop = self._slices[w]
+        self.reset_infos[start:stop] = reset_infos
+        for j, info in enumerate(infos):
+            self._held[start + j] = info
+
+    def _reset_by_restart(self, w: int, cause: BaseException, payload: tuple[Any, Any, list[int] | None]) -> None:
+        """A RESET ``payload`` ``(seeds, options, local ids)`` met a dead worker: its restart, with those seeds /
+        options, is the reset; envs of the worker outside ``local ids`` report the restart at their next step."""
+        seeds, options, local_ids = payload
+        self._restart_and_hold(w, cause, seeds, options)
+        start, stop = self._slices[w]
+        for j in range(stop - start) if local_ids is None else local_ids:
+            self._held.pop(start + j, None)
+            self._rewards[start + j] = 0.0
+            self._dones[start + j] = self._terminations[start + j] = self._truncations[start + j] = False
+
+    def _send_to(self, w: int, command: Command, payload: Any) -> None:
+        """Send ``command`` to worker ``w``; a dead worker is restarted (budget allowing) and sent it again."""
+        while True:
+            try:
+                self._workers[w].send(command, payload)
+                return
+            except WorkerDiedError as exc:
+                if not self._may_restart():
+                    raise
+                self._restart_and_hold(w, exc)
+
+    def _recv_from(self, w: int, command: Command, payload: Any) -> Any:
+        """Worker ``w``'s reply to ``command``; if it died answering, it is restarted (budget allowing) and asked
+        again."""
+        while True:
+            try:
+                return self._workers[w].recv()
+            except BaseException as error:
+                if not self._restartable(w, error):
+                    raise
+                self._restart_and_hold(w, error)
+                self._send_to(w, command, payload)
+
+    # --- reset, seeds and options ------------------------------------------------------------------------
+
     def reset(self) -> VecEnvObs:
         """Reset every env (with the seeds / options set by :meth:`seed` / :meth:`set_options`, then forgotten).
 
-        A pending step is collected and discarded first.
+        A pending step is collected and discarded first, and so are results held from a step that raised.
 
         :return: the first observations, ``(num_envs, *obs_shape)`` (dict / tuple of arrays for Dict / Tuple).
         """
@@ -380,12 +593,24 @@ class WorkerVecEnv(VecEnv):
         """Reset the envs ``env_ids`` (all if None) with the pending seeds / options, which are then forgotten."""
         self._collect_reset(self._send_reset(env_ids))
 
-    def _send_reset(self, env_ids: Sequence[int] | None) -> list[tuple[int, list[int] | None]]:
-        """First half of :meth:`_reset_envs`: send the RESET requests (restarting dead workers if allowed).
+    def _prepare_reset(self, env_ids: Sequence[int] | None) -> None:
+        """Before resetting ``env_ids`` (all if None): what those envs hold is dropped; the others keep theirs."""
+        if env_ids is None:
+            self._forget_results()
+            return
+        if self._unsettled:
+            self._settle()
+        for env_id in env_ids:
+            self._held.pop(env_id, None)
 
-        :return: the requests ``(worker, local ids or None)`` to pass to :meth:`_collect_reset`.
+    def _send_reset(self, env_ids: Sequence[int] | None) -> list[tuple[int, list[int] | None, Any]]:
+        """First half of :meth:`_reset_envs`: send the RESET requests (a dead worker is restarted, budget allowing,
+        which resets its envs with the same seeds / options).
+
+        :return: the requests ``(worker, local ids or None, payload)`` to pass to :meth:`_collect_reset`.
         """
         self._check_seeds_and_options()
+        self._prepare_reset(env_ids)
         workers, slices = self._workers, self._slices
         requests: list[tuple[int, list[int] | None]]
         if env_ids is None:
@@ -396,6 +621,7 @@ class WorkerVecEnv(VecEnv):
                 w, local = self._owner[env_id]
                 by_worker.setdefault(w, []).append(local)
             requests = list(by_worker.items())
+        sent: list[tuple[int, list[int] | None, Any]] = []
         try:
             for w, local_ids in requests:
                 start, stop = slices[w]
@@ -403,35 +629,83 @@ class WorkerVecEnv(VecEnv):
                 try:
                     workers[w].send(Command.RESET, payload)
                 except WorkerDiedError as exc:
-                    if self.restarts >= self.max_restarts:
+                    if not self._may_restart():
                         raise
-                    self._dead.pop(w, None)
-                    self._restart(w, exc)
-                    workers[w].send(Command.RESET, payload)
+                    self._reset_by_restart(w, exc, payload)
+                    continue
+                sent.append((w, local_ids, payload))
         finally:
             self._reset_seeds()
             self._reset_options()
             self._pending_seeds_or_options = False
-        return requests
+        return sent
 
-    def _collect_reset(self, requests: list[tuple[int, list[int] | None]]) -> None:
-        """Second half of :meth:`_reset_envs`: wait for the replies and store the reset infos."""
+    def _collect_reset(self, requests: list[tuple[int, list[int] | None, Any]]) -> None:
+        """Second half of :meth:`_reset_envs`: wait for the replies and store the reset infos (a worker that died
+        resetting is restarted, budget allowing, with the same seeds / options)."""
         reset_infos = self.reset_infos
-        results = _gather([self._workers[w] for w, _ in requests])
-        for part_reset_infos, (w, _) in zip(results, requests, strict=True):
+
+        def collect(request: tuple[int, list[int] | None, Any]) -> None:
+            w, _, payload = request
+            try:
+                part_reset_infos = self._workers[w].recv()
+            except BaseException as error:
+                if not self._restartable(w, error):
+                    raise
+                self._reset_by_restart(w, error, payload)
+                return
             start, stop = self._slices[w]
             reset_infos[start:stop] = part_reset_infos
 
-    def _push_pending(self) -> None:
+        _call_all(collect, requests)
+
+    def _has_pending(self) -> bool:
+        return any(seed is not None for seed in self._seeds) or any(self._options)
+
+    def _take_pending(self, start: int, stop: int) -> tuple[list[int | None], list[dict[str, Any]]]:
+        """The seeds / options pending for envs ``start..stop-1``, which are no longer pending here."""
+        seeds, options = self._seeds[start:stop], self._options[start:stop]
+        # new lists: seed() returned the old one to its caller
+        self._seeds = [*self._seeds[:start], *([None] * (stop - start)), *self._seeds[stop:]]
+        self._options = [*self._options[:start], *({} for _ in range(stop - start)), *self._options[stop:]]
+        self._pending_seeds_or_options = self._has_pending()
+        return seeds, options
+
+    def _push_pending(self, targets: Iterable[int] | None = None) -> None:
         """Hand the seeds / options set by :meth:`seed` / :meth:`set_options` to the envs' next resets, so an
-        autoreset honours them too (each is used once by whichever reset comes first)."""
+        autoreset honours them too (each is used once by whichever reset comes first).
+
+        :param targets: the workers to hand them to (all if None; each must be idle); the others' stay here
+            until a request goes to them. A dead worker is restarted (budget allowing) with them.
+        """
         self._check_seeds_and_options()
-        for worker, (start, stop) in zip(self._workers, self._slices, strict=True):
-            worker.send(Command.SET_PENDING, (self._seeds[start:stop], self._options[start:stop]))
-        _gather(self._workers)
-        self._reset_seeds()
-        self._reset_options()
-        self._pending_seeds_or_options = False
+        workers, slices = self._workers, self._slices
+        sent = []
+        for w in range(len(workers)) if targets is None else targets:
+            start, stop = slices[w]
+            seeds, options = self._seeds[start:stop], self._options[start:stop]
+            if all(seed is None for seed in seeds) and not any(options):
+                continue
+            try:
+                workers[w].send(Command.SET_PENDING, (seeds, options))
+            except WorkerDiedError as exc:
+                if not self._may_restart():
+                    raise
+                self._restart_and_hold(w, exc)  # whose reset takes these seeds / options
+                continue
+            sent.append(w)
+
+        def collect(w: int) -> None:
+            try:
+                workers[w].recv()
+            except BaseException as error:
+                if not self._restartable(w, error):
+                    raise
+                self._restart_and_hold(w, error)
+                return
+            self._take_pending(*slices[w])
+
+        _call_all(collect, sent)
 
     def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
         """Set the seed of each env's NEXT reset, whether :meth:`reset` or an autoreset triggers it.
@@ -439,6 +713,7 @@ class WorkerVecEnv(VecEnv):
         ``seed(s)`` gives env ``i`` the seed ``s + i`` (SB3); a sequence gives one seed (or None) per env;
         ``None`` draws a random base (as SB3). Unlike SB3, a seed is not lost when an episode ends first:
         the autoreset uses it (then it is forgotten, so the following :meth:`reset` does not reuse it).
+        For an env whose step is in flight (partial batches), it applies from the first reset after that step.
 
         :return: the per-env seeds.
         :raises ValueError: if a sequence does not hold ``num_envs`` seeds.
@@ -475,19 +750,32 @@ class WorkerVecEnv(VecEnv):
             raise AlreadyPendingCallError("Cannot call async_reset() while a step is pending: call step_wait() first.")
         self._drain_partial()
         self._check_seeds_and_options()
-        for w, (worker, (start, stop)) in enumerate(zip(self._workers, self._slices, strict=True)):
-            worker.send(Command.RESET, (self._seeds[start:stop], self._options[start:stop]))
-            self._in_flight[w] = (Command.RESET, list(range(start, stop)))
-        self._state = AsyncState.PARTIAL
-        self._reset_seeds()
-        self._reset_options()
-        self._pending_seeds_or_options = False
+        self._forget_results()
+        try:
+            for w, (worker, (start, stop)) in enumerate(zip(self._workers, self._slices, strict=True)):
+                payload = (self._seeds[start:stop], self._options[start:stop], None)
+                try:
+                    worker.send(Command.RESET, payload[:2])
+                except WorkerDiedError as exc:
+                    if not self._may_restart():
+                        raise
+                    self._reset_by_restart(w, exc, payload)
+                    self._ready.update((i, self.reset_infos[i]) for i in range(start, stop))
+                    continue
+                self._in_flight[w] = (Command.RESET, list(range(start, stop)), payload)
+        finally:
+            self._state = AsyncState.PARTIAL if self._in_flight or self._ready else AsyncState.IDLE
+            self._reset_seeds()
+            self._reset_options()
+            self._pending_seeds_or_options = False
 
     def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
         """Start stepping only the envs ``env_ids``; env ``env_ids[k]`` receives ``actions[k]`` (EnvPool's ``send``).
 
         A worker process steps its envs as one group, so while any env of a worker is in flight the
-        other envs of that worker cannot be sent; :meth:`recv` always returns whole groups.
+        other envs of that worker cannot be sent; :meth:`recv` always returns whole groups. An env that holds
+        the result of a step that raised is not stepped: :meth:`recv` returns that result (its action here
+        is ignored). A refused call (the errors below) changes nothing.
 
         :param actions: one action per id in ``env_ids`` (same layouts as :meth:`step_async`).
         :param env_ids: the env indices to step (each must be idle: its last result received).
@@ -507,8 +795,6 @@ class WorkerVecEnv(VecEnv):
                 f"send() needs one action per env id: {len(ids)} env ids, {num_actions(space, actions)} actions"
             )
         self._check_actions(actions, len(ids))
-        if self._pending_seeds_or_options:
-            self._push_pending()
         by_worker: dict[int, list[tuple[int, int]]] = {}
         for position, env_id in enumerate(ids):
             if env_id in self._ready:
@@ -538,13 +824,38 @@ class WorkerVecEnv(VecEnv):
                 for position, local in items:
                     group_actions[local] = per_env[position]
             requests.append((w, group_actions, locals_))
+        # nothing is refused from here on
+        if self._unsettled:
+            self._settle()
+        if self._pending_seeds_or_options:
+            self._push_pending(list(by_worker))
+        held, ready = self._held, self._ready
         for w, group_actions, locals_ in requests:
-            self._workers[w].send(Command.STEP, (group_actions, locals_))
-            self._in_flight[w] = (Command.STEP, [self._slices[w][0] + local for local in locals_])
+            start = self._slices[w][0]
+            for local in locals_:  # results held from a step that raised are returned instead of stepping
+                if start + local in held:
+                    ready[start + local] = held.pop(start + local)
+            to_step = [local for local in locals_ if start + local not in ready]
+            if not to_step:
+                continue
+            try:
+                self._workers[w].send(Command.STEP, (group_actions, to_step))
+            except WorkerDiedError as exc:
+                if not self._may_restart():
+                    raise
+                self._restart_and_hold(w, exc)
+                for local in to_step:
+                    ready[start + local] = held.pop(start + local)
+                continue
+            self._in_flight[w] = (Command.STEP, [start + local for local in to_step], None)
+        if self._in_flight or ready:
             self._state = AsyncState.PARTIAL
 
     def recv(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
         """Wait until at least :attr:`batch_size` envs have results (or all envs in flight), return them.
+
+        If a worker's step raises, its error propagates and the envs that did step in it are returned by the
+        next call; a worker that died is restarted if ``max_restarts`` allows (its envs report the restart).
 
         :return: ``(obs, rewards, dones, infos, env_ids)`` for the finished envs in increasing ``env_ids``
             order: obs ``(len(env_ids), *obs_shape)``, float32 rewards and bool dones ``(len(env_ids),)``,
@@ -555,30 +866,44 @@ class WorkerVecEnv(VecEnv):
         self._check_open("recv")
         if self._state is not AsyncState.PARTIAL:
             raise NoAsyncCallError("recv() called with nothing in flight: call async_reset() or send() first.")
-        in_flight = sum(len(ids) for _, ids in self._in_flight.values())
-        target = min(self.batch_size, len(self._ready) + in_flight)
-        while len(self._ready) < target:
+        in_flight = sum(len(ids) for _, ids, _ in self._in_flight.values())
+        ready, held = self._ready, self._held
+        target = min(self.batch_size, len(ready) + in_flight)
+        while len(ready) < target:
             w = self._wait_any()
-            command, ids = self._in_flight.pop(w)
+            command, ids, payload = self._in_flight.pop(w)
+            worker = self._workers[w]
+            start, stop = self._slices[w]
             try:
-                result = self._workers[w].recv()
-            except BaseException:
-                if not self._in_flight and not self._ready:
+                result = worker.recv()
+            except BaseException as error:
+                if self._restartable(w, error):
+                    if command is Command.RESET:
+                        self._reset_by_restart(w, error, payload)
+                        ready.update((i, self.reset_infos[i]) for i in ids)
+                    else:
+                        self._restart_and_hold(w, error)
+                        ready.update((i, held.pop(i)) for i in ids)
+                    continue
+                self._hold_partial(w)
+                ready.update((i, held.pop(i)) for i in ids if i in held)
+                if worker.pending is not None:  # interrupted before its reply arrived: still in flight
+                    self._in_flight[w] = (command, ids, payload)
+                if not self._in_flight and not ready:
                     self._state = AsyncState.IDLE
                 raise
-            start, stop = self._slices[w]
             if command is Command.RESET:
                 self.reset_infos[start:stop] = result
                 self._rewards[start:stop] = 0.0
                 self._dones[start:stop] = False
-                self._ready.update(zip(ids, result, strict=True))
+                ready.update(zip(ids, result, strict=True))
             else:
                 infos, reset_infos = result
                 self.reset_infos[start:stop] = reset_infos
-                self._ready.update(zip(ids, infos, strict=True))
-        env_ids = sorted(self._ready)
-        infos = [self._ready.pop(env_id) for env_id in env_ids]
-        if not self._in_flight and not self._ready:
+                ready.update(zip(ids, infos, strict=True))
+        env_ids = sorted(ready)
+        infos = [ready.pop(env_id) for env_id in env_ids]
+        if not self._in_flight and not ready:
             self._state = AsyncState.IDLE
         index = np.asarray(env_ids, dtype=np.int64)
         return batch_take(self._obs_buffer, index), self._rewards[index], self._dones[index], infos, index
@@ -594,7 +919,7 @@ class WorkerVecEnv(VecEnv):
         handles = []
         for worker in self._workers:
             worker_handles = worker.wait_handles()
-            if worker_handles is not None and getattr(worker, "_pending", None) is not None:
+            if worker_handles is not None and worker.pending is not None:
                 handles.append(worker_handles)
         deadline = None if timeout is None else time.monotonic() + timeout
         for conn, sentinel in handles:
@@ -642,6 +967,8 @@ class WorkerVecEnv(VecEnv):
         self._state = AsyncState.IDLE
         self._in_flight.clear()
         self._ready.clear()
+        self._held.clear()
+        self._unsettled = False
         try:
             self._finalizer()
         finally:
@@ -654,20 +981,40 @@ class WorkerVecEnv(VecEnv):
 
     def _call(self, command: Command, indices: VecEnvIndices, *args: Any) -> list[Any]:
         """Run ``command`` with payload ``(*args, local_indices)`` on the workers owning ``indices``."""
+        return self._finish_call(self._start_call(command, indices, *args))
+
+    def _start_call(self, command: Command, indices: VecEnvIndices, *args: Any) -> tuple[Any, ...]:
+        """First half of :meth:`_call`: send the requests (a dead worker goes through the restart rule).
+
+        :return: what :meth:`_finish_call` needs.
+        """
         self._check_idle(command.label)
+        if self._unsettled:
+            self._settle()
         targets = self._normalize_indices(indices)
         by_worker: dict[int, list[tuple[int, int]]] = {}
         for position, env_index in enumerate(targets):
             w, local = self._owner[env_index]
             by_worker.setdefault(w, []).append((position, local))
-        workers = [self._workers[w] for w in by_worker]
-        for worker, items in zip(workers, by_worker.values(), strict=True):
-            worker.send(command, (*args, [local for _, local in items]))
-        results: list[Any] = [None] * len(targets)
-        for values, items in zip(_gather(workers), by_worker.values(), strict=True):
+        requests = [(w, (*args, [local for _, local in items]), items) for w, items in by_worker.items()]
+        for w, payload, _ in requests:
+            self._send_to(w, command, payload)
+        return command, len(targets), requests
+
+    def _finish_call(self, call: tuple[Any, ...]) -> list[Any]:
+        """Second half of :meth:`_call`: collect every reply (a worker that died answering is restarted, budget
+        allowing, and asked again), then raise the first error if any."""
+        command, n, requests = call
+        results: list[Any] = [None] * n
+
+        def collect(request: tuple[int, Any, list[tuple[int, int]]]) -> None:
+            w, payload, items = request
+            values = self._recv_from(w, command, payload)
             if values is not None:
                 for (position, _), value in zip(items, values, strict=True):
                     results[position] = value
+
+        _call_all(collect, requests)
         return results
 
     def _normalize_indices(self, indices: VecEnvIndices) -> list[int]:
@@ -771,13 +1118,22 @@ class DummyVecEnv(WorkerVecEnv):
 
         :return: as :meth:`WorkerVecEnv.step_wait`.
         :raises NoAsyncCallError: if no step is pending.
-        :raises Exception: an env's exception, with a note naming the env (the envs after it have not stepped).
+        :raises BaseException: an env's exception, with a note naming the env, or an interruption (Ctrl-C). The
+            envs before it have stepped: the next step returns their results instead of stepping them again;
+            it steps the env that raised and those after it (see docs/reliability.md).
         """
         self._take_pending_step()
         actions = self.actions
+        if self._held:  # a step raised before: the envs that hold its results are not stepped again
+            self._send_steps(actions)
+            return self._collect_steps()
         if self._composite_actions:
             actions = split_actions(self.action_space, actions, 0, self.num_envs)
-        infos, self.reset_infos[:] = self._group.step(actions)
+        try:
+            infos, self.reset_infos[:] = self._group.step(actions)
+        except BaseException:
+            self._hold_partial(0)
+            raise
         return self._step_result(infos)
 
     def _discard_pending_step(self) -> None:
@@ -855,10 +1211,13 @@ class SubprocVecEnv(WorkerVecEnv):
         a crash or hang in one of them is the caller's. ``n_workers=None`` then means one worker process per
         core minus one. Must be below ``len(env_fns)``.
     :param max_restarts: how many times (in total) a dead or timed-out worker is restarted from its env
-        factories instead of raising: its envs then return a fresh first observation with ``dones=True``,
-        ``infos[i]["TimeLimit.truncated"] = True`` and ``infos[i]["vecenv.restarted"] = True`` (and the cause
-        in ``infos[i]["vecenv.restart_cause"]``), and a :class:`RuntimeWarning` names the cause. Over the
-        budget the error is raised as without restarts. See docs/reliability.md.
+        factories instead of raising, whichever request meets it (step, reset, seeds handed on, calls,
+        partial batches): its envs are reset (with the seeds / options still pending for them) and return
+        a fresh first observation with ``dones=True``, ``infos[i]["TimeLimit.truncated"] = True`` and
+        ``infos[i]["vecenv.restarted"] = True`` (and the cause in ``infos[i]["vecenv.restart_cause"]``) at
+        that step or their next one, and a :class:`RuntimeWarning` names the cause. Over the budget the
+        error is raised as without restarts; a worker that died or was killed is never used again. See
+        docs/reliability.md.
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
         ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, a ``parent_envs`` outside
         ``0..len(env_fns)-1``, or if the envs' spaces differ.

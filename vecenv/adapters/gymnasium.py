@@ -243,9 +243,7 @@ class VecEnvToGymnasium(VectorEnv):
         self._check_open("step")
         obs, rewards, dones, step_infos = self.venv.step(actions)
         dones = np.asarray(dones, dtype=np.bool_).reshape(self.num_envs)
-        truncations = np.array([bool(info.get("TimeLimit.truncated", False)) for info in step_infos], dtype=np.bool_)
-        truncations &= dones
-        terminations = dones & ~truncations
+        terminations, truncations = self._flags(dones, step_infos)
         reset_infos = self._reset_infos() if dones.any() else []
         infos: dict[str, Any] = {}
         for i, info in enumerate(step_infos):
@@ -266,6 +264,22 @@ class VecEnvToGymnasium(VectorEnv):
             truncations,
             infos,
         )
+
+    def _flags(self, dones: np.ndarray, step_infos: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """``(terminations, truncations)`` of the step just taken: the base vector env's own flags (vecenv's
+        backends and adapters keep both, which may be set together), else SB3's ``TimeLimit.truncated``
+        (``truncated and not terminated``) for a base that has none or whose wrappers changed the dones."""
+        base = getattr(self.venv, "unwrapped", self.venv)
+        terminations = getattr(base, "terminations", None)
+        truncations = getattr(base, "truncations", None)
+        if isinstance(terminations, np.ndarray) and isinstance(truncations, np.ndarray):
+            terminations = terminations.reshape(self.num_envs).astype(np.bool_)
+            truncations = truncations.reshape(self.num_envs).astype(np.bool_)
+            if np.array_equal(terminations | truncations, dones):
+                return terminations, truncations
+        truncations = np.array([bool(info.get("TimeLimit.truncated", False)) for info in step_infos], dtype=np.bool_)
+        truncations &= dones
+        return dones & ~truncations, truncations
 
     def render(self) -> tuple[Any, ...] | None:
         """One frame per env: ``venv.get_images()`` in ``rgb_array`` mode, else each env's ``render()``.
@@ -411,8 +425,11 @@ class GymnasiumToVecEnv(VecEnv):
                 )
         num_envs = _num_envs(vector_env)
         self.vector_env = vector_env
-        #: The vector env's autoreset mode (the adapter itself always follows SB3's same-step rule).
-        self.autoreset_mode = _autoreset_mode(vector_env)
+        #: The vector env's autoreset mode (how the adapter reads its results).
+        self.vector_env_autoreset_mode = _autoreset_mode(vector_env)
+        #: The rule of this adapter's own steps: always SB3's same-step autoreset, whatever the vector env's mode
+        #: (what vecenv's wrappers read to know how episodes end).
+        self.autoreset_mode = AutoresetMode.SAME_STEP
         is_gym_vector = isinstance(vector_env, VectorEnv)
         observation_space = vector_env.single_observation_space if is_gym_vector else vector_env.observation_space
         action_space = vector_env.single_action_space if is_gym_vector else vector_env.action_space
@@ -423,16 +440,17 @@ class GymnasiumToVecEnv(VecEnv):
             self._reset_params = {}
         self._reset_takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in self._reset_params.values())
         self._partial_reset = "reset_mask" if is_gym_vector else "env_id" if "env_id" in self._reset_params else None
-        if self.autoreset_mode is not AutoresetMode.SAME_STEP:
+        if self.vector_env_autoreset_mode is not AutoresetMode.SAME_STEP:
             if self._partial_reset is None:
                 raise TypeError(
-                    f"from_gymnasium(vector_env): in autoreset mode {self.autoreset_mode.name} the adapter must reset "
+                    f"from_gymnasium(vector_env): in autoreset mode {self.vector_env_autoreset_mode.name} the adapter "
+                    "must reset "
                     f"finished envs only, with reset(options={{'reset_mask': mask}}) (gymnasium.vector.VectorEnv) or "
                     f"reset(env_id=ids) (EnvPool); {type(vector_env).__name__} offers neither"
                 )
             base = vector_env.unwrapped if is_gym_vector else vector_env
             if (
-                self.autoreset_mode is AutoresetMode.NEXT_STEP
+                self.vector_env_autoreset_mode is AutoresetMode.NEXT_STEP
                 and isinstance(base, AsyncVectorEnv)
                 and not base.shared_memory
             ):
@@ -451,6 +469,8 @@ class GymnasiumToVecEnv(VecEnv):
         self._closed = False
         self._waiting = False
         self._actions: Any = None
+        self._terminations = np.zeros((num_envs,), dtype=np.bool_)
+        self._truncations = np.zeros((num_envs,), dtype=np.bool_)
         super().__init__(num_envs, observation_space, action_space)
 
     # --- state ------------------------------------------------------------------------------------
@@ -468,6 +488,17 @@ class GymnasiumToVecEnv(VecEnv):
     def _check_open(self, what: str) -> None:
         if self._closed:
             raise ClosedVecEnvError(f"Cannot call {what}() on a closed {type(self).__name__}; create a new one.")
+
+    @property
+    def terminations(self) -> np.ndarray:
+        """bool ``(num_envs,)``: the vector env's ``terminated`` flags of the last step (a copy)."""
+        return self._terminations.copy()
+
+    @property
+    def truncations(self) -> np.ndarray:
+        """bool ``(num_envs,)``: the vector env's ``truncated`` flags of the last step (a copy; both flags may be
+        True for one env, as Gymnasium reports them)."""
+        return self._truncations.copy()
 
     # --- reset and step ---------------------------------------------------------------------------
 
@@ -562,9 +593,10 @@ class GymnasiumToVecEnv(VecEnv):
         terminated = np.asarray(terminated, dtype=np.bool_).reshape(n)
         truncated = np.asarray(truncated, dtype=np.bool_).reshape(n)
         dones = terminated | truncated
+        self._terminations, self._truncations = terminated.copy(), truncated.copy()
         rewards = np.array(rewards, dtype=np.float32).reshape(n)
         infos = _unbatch_infos(vector_infos, n)
-        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+        if self.vector_env_autoreset_mode is AutoresetMode.SAME_STEP:
             for i, info in enumerate(infos):
                 if not dones[i]:
                     continue

@@ -34,7 +34,27 @@ class Worker(ABC):
 
     @abstractmethod
     def recv(self) -> Any:
-        """Wait for the reply to the last :meth:`send` and return it, or raise the error it produced."""
+        """Wait for the reply to the last :meth:`send` and return it, or raise the error it produced.
+
+        After a STEP that raised, :meth:`take_partial_step` tells which envs had finished stepping.
+        """
+
+    @property
+    def usable(self) -> bool:
+        """False once the worker died or was killed: every later request raises (see :meth:`restart`)."""
+        return True
+
+    @property
+    def pending(self) -> Command | None:
+        """The command sent whose reply :meth:`recv` has not collected yet, or None."""
+        return None
+
+    def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """After :meth:`recv` raised for a STEP: ``(local indices, infos, reset infos)`` of the envs that finished
+        stepping before the error (their rows of the buffers hold their results; the reset infos are the
+        group's), or None if none did. Returned once.
+        """
+        return None
 
     def wait_handles(self) -> tuple[Any, ...] | None:
         """What :func:`multiprocessing.connection.wait` can watch for this worker's reply.
@@ -47,9 +67,13 @@ class Worker(ABC):
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
         """Give the worker the views of the batch buffers that hold its envs (filled by STEP and RESET)."""
 
-    def restart(self) -> list[dict[str, Any]]:
+    def restart(
+        self, seeds: Sequence[int | None] | None = None, options: Sequence[dict[str, Any] | None] | None = None
+    ) -> list[dict[str, Any]]:
         """Replace the group with a fresh one built from its env factories and reset it (worker processes only).
 
+        :param seeds: one seed (or None) per env of the group for that reset; None: no seeds.
+        :param options: one options dict (or None) per env; None: no options.
         :return: the reset infos of the group.
         :raises NotImplementedError: for backends that cannot restart (the in-process worker).
         """

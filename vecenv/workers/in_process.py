@@ -35,6 +35,7 @@ class InProcessWorker(Worker):
         self.group = EnvGroup(env_fns, env_indices, autoreset_mode=autoreset_mode)
         self.autoreset_mode = self.group.autoreset_mode
         self._handler: Callable[[Any], Any] | None = None
+        self._command: Command | None = None
         self._payload: Any = None
 
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
@@ -44,18 +45,29 @@ class InProcessWorker(Worker):
         group.terminations, group.truncations = terminations, truncations
         group.forget_flags()  # new arrays: let the next step clear them
 
+    @property
+    def pending(self) -> Command | None:
+        return self._command
+
     def send(self, command: Command, payload: Any) -> None:
         self._handler = self.group.handlers[command]
+        self._command = command
         self._payload = payload
 
     def recv(self) -> Any:
         handler, payload = self._handler, self._payload
-        self._handler = self._payload = None
+        self._handler = self._payload = self._command = None
         assert handler is not None, "recv() without send()"
         return handler(payload)
 
+    def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None:
+        partial = self.group.take_partial_step()
+        if partial is None:
+            return None
+        return partial[0], partial[1], list(self.group.reset_infos)
+
     def shutdown_begin(self) -> None:
-        self._handler = self._payload = None
+        self._handler = self._payload = self._command = None
 
     def shutdown_end(self, deadline: float) -> BaseException | None:
         try:

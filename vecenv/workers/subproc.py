@@ -21,15 +21,20 @@ parent -> worker                meaning
 ``b"C" + pickle((cmd, arg))``   any other :class:`~vecenv.protocol.Command` (cloudpickled)
 ==============================  =============================================================
 
-==============================  =============================================================
-worker -> parent                meaning
-==============================  =============================================================
-``b"\\x00"``                     STEP done, no env done; every info is ``{"TimeLimit.truncated": False}``
-``b"\\x03"``                     STEP done, some envs done (see the shared dones); no info or reset info
-                                beyond what the parent rebuilds from the shared arrays
-``b"\\x01" + pickle(payload)``   success with a payload (sparse infos, results, ...)
-``b"\\x02" + pickle(error)``     the command raised: a :class:`~vecenv.errors.PackedException`
-==============================  =============================================================
+====================================  ===========================================================
+worker -> parent                      meaning
+====================================  ===========================================================
+``b"\\x00"``                           STEP done, no env done; every info is
+                                      ``{"TimeLimit.truncated": False}``
+``b"\\x03"``                           STEP done, some envs done (see the shared dones); no info
+                                      or reset info beyond what the parent rebuilds from the
+                                      shared arrays
+``b"\\x01" + pickle(payload)``         success with a payload (sparse infos, results, ...)
+``b"\\x02" + pickle((error, part))``   the command raised: a
+                                      :class:`~vecenv.errors.PackedException`; for STEP, ``part``
+                                      holds what the envs that finished before the error
+                                      returned (they keep their results), else None
+====================================  ===========================================================
 
 The parent never blocks on a pipe without also watching the worker's process sentinel, so a dead
 worker is an error, not a hang.
@@ -213,9 +218,18 @@ class _WorkerLoop:
     def step(self, actions: Any, indices: list[int] | None) -> bytes:
         group = self.group
         infos, reset_infos = group.step(actions, indices)
+        payload = self._step_payload(infos, reset_infos)
+        if payload is None:
+            return OK_EMPTY_DONE if group.ended else OK_EMPTY
+        return bytes([OK]) + _dumps(payload)
+
+    def _step_payload(self, infos: list[dict[str, Any]], reset_infos: list[dict[str, Any]]) -> tuple[Any, ...] | None:
+        """``(obs, rewards_dones, sparse_infos, sparse_resets)`` of the envs the last step completed, or None if
+        the parent can rebuild everything from the shared arrays."""
         # infos by position among the stepped envs; reset infos by local env index. An info holding
         # only "TimeLimit.truncated" is rebuilt by the parent from the dones and truncations arrays
         # (and the terminal observation from shared memory), so it need not travel.
+        group = self.group
         ended = group.ended
         sparse_infos = [(pos, infos[pos]) for pos in group.rich_infos]
         if group.autoreset_mode is AutoresetMode.SAME_STEP:
@@ -225,8 +239,18 @@ class _WorkerLoop:
             # NEXT_STEP: the envs reset by this step are the ones that were done before it: name them all
             sparse_resets = [(j, reset_infos[j]) for j in group.reset_by_last_step]
         if not sparse_infos and not sparse_resets and self.obs_in_shm and self.arrays_in_shm:
-            return OK_EMPTY_DONE if ended else OK_EMPTY
-        return bytes([OK]) + _dumps((*self._arrays(), sparse_infos, sparse_resets))
+            return None
+        return (*self._arrays(), sparse_infos, sparse_resets)
+
+    def _partial_step_payload(self) -> tuple[Any, ...] | None:
+        """After a step that raised: ``(completed local indices, obs, rewards_dones, sparse_infos, sparse_resets)``
+        of the envs that finished stepping before the error (they keep their results), or None."""
+        partial = self.group.take_partial_step()
+        if partial is None:
+            return None
+        completed, infos = partial
+        payload = self._step_payload(infos, self.group.reset_infos)
+        return (completed, *(payload if payload is not None else (None, None, [], [])))
 
     def _shared_actions(self, space: gym.Space, n_local: int) -> Any:
         """This step's actions, copied out of shared memory: an env may keep its action (a Box action is
@@ -267,7 +291,8 @@ class _WorkerLoop:
                         result = handlers[command](arg)
                     reply = bytes([OK]) + _dumps(result)
             except Exception as exc:
-                reply = bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc()))
+                partial = self._partial_step_payload() if command is Command.STEP else None
+                reply = bytes([FAILED]) + _dumps((PackedException(exc, traceback.format_exc()), partial))
             write_message(fd_out, reply)
             if command is Command.CLOSE:
                 return
@@ -297,7 +322,7 @@ def worker_main(
     try:
         group = EnvGroup(env_fns.var, env_indices, autoreset_mode=autoreset_mode)
     except Exception as exc:  # SystemExit & co. end the worker, as in step: the parent reports the exit code
-        conn_out.send_bytes(bytes([FAILED]) + _dumps(PackedException(exc, traceback.format_exc())))
+        conn_out.send_bytes(bytes([FAILED]) + _dumps((PackedException(exc, traceback.format_exc()), None)))
         conn_out.close()
         return
     conn_out.send_bytes(bytes([OK]) + _dumps((group.observation_space, group.action_space)))
@@ -362,6 +387,10 @@ class SubprocWorker(Worker):
         self._shared: tuple[SharedBatch, _SharedFd, bool] | None = None
         self._start_process()
         self._pending: Command | None = None
+        #: why this worker cannot be used any more (it was killed or died): every later call raises it
+        self._lost: str | None = None
+        # what the last STEP that raised completed (see take_partial_step)
+        self._partial: tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._step_indices: Sequence[int] | None = None
         # views of the vec env's (obs, rewards, dones, terminations, truncations) rows of this group
         self._buffers: tuple[Any, Any, Any, Any, Any] | None = None
@@ -398,7 +427,7 @@ class SubprocWorker(Worker):
         # (its sentinel becomes readable) is noticed even if it never writes to the pipe
         self._conn_fd = self.conn.fileno()
         self._send_fd = self._send_conn.fileno()
-        self._poller = select.poll()
+        self._poller: Any = select.poll()
         self._poller.register(self._conn_fd, select.POLLIN)
         self._poller.register(self.process.sentinel, select.POLLIN)
 
@@ -433,16 +462,33 @@ class SubprocWorker(Worker):
     def _where(self) -> str:
         return f"worker process {self.process.pid} (envs {self.env_indices})"
 
+    @property
+    def pending(self) -> Command | None:
+        return self._pending
+
+    @property
+    def usable(self) -> bool:
+        return self._lost is None
+
+    def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None:
+        partial, self._partial = self._partial, None
+        return partial
+
+    def _check_usable(self) -> None:
+        if self._lost is not None:
+            raise WorkerDiedError(self._lost)
+
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
         try:
             if data is STEP_SHARED:
                 os.write(self._send_fd, _STEP_SHARED_FRAME)
             else:
                 write_message(self._send_fd, data)
-        except (OSError, EOFError) as exc:  # broken pipe, reset, or closed after kill()
+        except (OSError, EOFError) as exc:  # broken pipe or reset: the worker is gone
             raise self._died(doing) from exc
 
     def send(self, command: Command, payload: Any) -> None:
+        self._check_usable()
         if self._pending is not None:
             # a reply was never collected (e.g. KeyboardInterrupt in the middle of a step): drop it
             try:
@@ -451,6 +497,7 @@ class SubprocWorker(Worker):
                 raise
             except Exception:
                 pass
+            self._partial = None
         if command is Command.STEP:
             actions, indices = payload
             self._step_indices = indices
@@ -466,6 +513,7 @@ class SubprocWorker(Worker):
         self._pending = command
 
     def recv(self) -> Any:
+        self._check_usable()
         command = self._pending
         assert command is not None, "recv() without send()"
         data = self._recv_raw(command)
@@ -484,8 +532,14 @@ class SubprocWorker(Worker):
         status = data[0]
         payload: Any = pickle.loads(memoryview(data)[1:]) if len(data) > 1 else None
         if status == FAILED:
-            assert isinstance(payload, PackedException)
-            raise payload.rebuild(self._where())
+            packed, partial = payload
+            assert isinstance(packed, PackedException)
+            if partial is not None:  # a STEP that raised: the envs that finished before keep their results
+                completed, obs, rewards_dones, sparse_infos, sparse_resets = partial
+                self._store_arrays(obs, rewards_dones)
+                infos = self._rebuild_infos(completed, sparse_infos, sparse_resets)
+                self._partial = (list(completed), infos, list(self._reset_infos))
+            raise packed.rebuild(self._where())
         return payload
 
     def _store_arrays(self, obs: Any, rewards_dones: Any) -> None:
@@ -498,29 +552,40 @@ class SubprocWorker(Worker):
 
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
-        stepped = range(len(self.env_indices)) if self._step_indices is None else self._step_indices
+        if data == OK_EMPTY:  # the common step: nothing else to rebuild
+            n = len(self.env_indices) if self._step_indices is None else len(self._step_indices)
+            return [{_DEFAULT_INFO_KEY: False} for _ in range(n)], self._reset_infos
+        if data == OK_EMPTY_DONE:
+            return self._rebuild_infos(self._step_indices, [], [], any_done=True), self._reset_infos
+        obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
+        self._store_arrays(obs, rewards_dones)
+        return self._rebuild_infos(self._step_indices, sparse_infos, sparse_resets), self._reset_infos
+
+    def _rebuild_infos(
+        self,
+        step_indices: Sequence[int] | None,
+        sparse_infos: list[tuple[int, dict[str, Any]]],
+        sparse_resets: list[tuple[int, dict[str, Any]]],
+        any_done: bool | None = None,
+    ) -> list[dict[str, Any]]:
+        """The infos of the envs at ``step_indices`` (local; None: all), from the infos that travelled and the
+        shared flags and terminal observations; the reset infos are updated in :attr:`_reset_infos`.
+
+        :param any_done: whether some env of the group is done (None: look at the shared dones).
+        """
+        stepped = range(len(self.env_indices)) if step_indices is None else step_indices
         infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in stepped]
         reset_infos = self._reset_infos
-        if data == OK_EMPTY:  # the common step: nothing else to rebuild
-            return infos, reset_infos
-        assert self._buffers is not None
-        dones = self._buffers[2]
-        if data == OK_EMPTY_DONE:
-            sparse_infos: list[tuple[int, dict[str, Any]]] = []
-            sparse_resets: list[tuple[int, dict[str, Any]]] = []
-            any_done = True
-        else:
-            obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
-            self._store_arrays(obs, rewards_dones)
-            any_done = bool(dones.any())
         for pos, info in sparse_infos:
             infos[pos] = info
-        if any_done:
+        assert self._buffers is not None
+        dones = self._buffers[2]
+        if any_done or (any_done is None and dones.any()):
             terminations, truncations = self._buffers[3], self._buffers[4]
             same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
             # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
             terminal_obs = self._terminal_obs if same_step else None
-            if self._step_indices is None:
+            if step_indices is None:
                 finished = [(j, j) for j in dones.nonzero()[0].tolist()]
             else:
                 finished = [(pos, j) for pos, j in enumerate(stepped) if dones[j]]
@@ -535,19 +600,26 @@ class SubprocWorker(Worker):
                     info["terminal_observation"] = terminal_obs[j, ...].copy()  # 0-d rows stay arrays
         for j, reset_info in sparse_resets:
             reset_infos[j] = reset_info
-        return infos, reset_infos
+        return infos
 
     def _recv_raw(self, doing: Command | str) -> bytes:
         timeout = self.step_timeout if self._pending is Command.STEP else None
         if self._pending is Command.RESET:
             timeout = self.reset_timeout
+        assert self._poller is not None
         ready = self._poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
         if not ready:
             self._pending = None
-            self.kill()
+            pid = self.process.pid
+            setting = "reset_timeout" if doing is Command.RESET else "step_timeout"
+            self.kill(
+                f"The worker process {pid} running envs {self.env_indices} was killed by vecenv during "
+                f"{_label(doing)}: it did not finish within {setting}={timeout} s. It cannot be used again: create "
+                "a new vector env, or set max_restarts to have such workers restarted."
+            )
             raise TimeoutError(
                 f"envs {self.env_indices} did not finish {_label(doing)} within {timeout} s (step_timeout / "
-                f"reset_timeout): their worker process {self.process.pid} was killed. Raise the timeout, or set "
+                f"reset_timeout): their worker process {pid} was killed. Raise the timeout, or set "
                 "max_restarts to restart the worker and go on."
             )
         if not any(fd == self._conn_fd for fd, _ in ready):
@@ -561,31 +633,50 @@ class SubprocWorker(Worker):
             raise self._died(doing) from exc
 
     def _died(self, doing: Command | str) -> WorkerDiedError:
-        """The error for a worker found dead while ``doing`` (a command, or a phase such as ``"setup"``)."""
+        """The error for a worker found dead while ``doing`` (a command, or a phase such as ``"setup"``); every
+        later call raises it again (see :meth:`kill`)."""
         self.process.join(timeout=1.0)
-        return WorkerDiedError(
+        message = (
             f"The worker process {self.process.pid} running envs {self.env_indices} "
             f"{_describe_exit(self.process.exitcode)} during {_label(doing)}. If an env crashes the interpreter "
             "(native code, os._exit), run it under DummyVecEnv to see the error directly."
         )
+        self.kill(message)
+        return WorkerDiedError(message)
 
     # --- restarts -------------------------------------------------------------------------------
 
-    def kill(self) -> None:
-        """End the worker process at once (SIGKILL) and close its pipe; the handle can :meth:`restart`."""
+    def kill(self, reason: str | None = None) -> None:
+        """End the worker process at once (SIGKILL) and release its pipes; the handle can :meth:`restart`.
+
+        The pipes' descriptors are closed and forgotten (their numbers may belong to the caller's files next),
+        and every later :meth:`send` / :meth:`recv` raises :class:`~vecenv.errors.WorkerDiedError` with
+        ``reason`` (a message saying what happened to the worker).
+        """
         if self.process.is_alive():
             self.process.kill()
         self.process.join(timeout=5.0)
         self._close_conns()
         self._pending = None
+        self._partial = None
+        if self._lost is None:
+            self._lost = reason or (
+                f"The worker process {self.process.pid} running envs {self.env_indices} was killed by vecenv "
+                "and cannot be used again."
+            )
 
     def _close_conns(self) -> None:
         for conn in (self._send_conn, self.conn, self._fd_conn):
             conn.close()
+        self._conn_fd = self._send_fd = -1
+        self._poller = None
 
-    def restart(self) -> list[dict[str, Any]]:
+    def restart(
+        self, seeds: Sequence[int | None] | None = None, options: Sequence[dict[str, Any] | None] | None = None
+    ) -> list[dict[str, Any]]:
         """Replace a dead (or killed) worker process: rebuild its envs from their factories, map the shared
-        block again and reset every env (no seed). The envs' first observations are in the buffers.
+        block again and reset every env, env ``j`` with ``seeds[j]`` / ``options[j]`` if given. The envs' first
+        observations are in the buffers.
 
         :return: the reset infos of the group.
         :raises Exception: whatever building, setting up or resetting the new worker raised.
@@ -594,10 +685,12 @@ class SubprocWorker(Worker):
         with contextlib.suppress(ValueError):  # release the old Process object's sentinel pipe
             self.process.close()
         self._start_process()
+        self._lost = None
         self.handshake()
         if self._shared is not None:
             self.setup_shared(*self._shared)
-        self.send(Command.RESET, ([None] * len(self.env_indices), [{}] * len(self.env_indices)))
+        n = len(self.env_indices)
+        self.send(Command.RESET, (list(seeds or [None] * n), [o or {} for o in (options or [None] * n)]))
         reset_infos: list[dict[str, Any]] = self.recv()
         return reset_infos
 

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
@@ -150,6 +151,23 @@ class VecEnvWrapper(VecEnv):
 
 
 VecEnvWrapperT = TypeVar("VecEnvWrapperT", bound=VecEnvWrapper)
+
+
+def autoreset_mode_of(venv: VecEnv) -> AutoresetMode:
+    """The rule ``venv``'s steps follow at an episode end: its ``autoreset_mode`` (DummyVecEnv, SubprocVecEnv,
+    adapters; found through wrappers), else SB3's ``SAME_STEP``."""
+    return AutoresetMode(getattr(venv, "autoreset_mode", AutoresetMode.SAME_STEP))
+
+
+def resets_next(dones: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarray:
+    """``NEXT_STEP`` mode: bool ``(num_envs,)``, the envs whose next step resets them instead of stepping them
+    (reward 0, not done, a first observation): those whose episode ended at this step, except the envs of a
+    restarted worker (``infos[i]["vecenv.restarted"]``), which returned their new first observation already."""
+    resetting = np.array(dones, dtype=bool)
+    for i in np.flatnonzero(resetting).tolist():
+        if infos[i].get("vecenv.restarted", False):
+            resetting[i] = False
+    return resetting
 
 
 def unwrap_vec_wrapper(env: VecEnv, vec_wrapper_class: type[VecEnvWrapperT]) -> VecEnvWrapperT | None:

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
 from vecenv.stacked_observations import StackedObservations
-from vecenv.wrappers.base import VecEnvWrapper
+from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next
 
 __all__ = ["VecFrameStack"]
 
@@ -26,6 +27,13 @@ class VecFrameStack(VecEnvWrapper):
 
     Observations are returned as copies the caller may keep (SB3 returns an internal buffer that a later
     ``reset()`` overwrites).
+
+    Stacks never mix episodes, in every autoreset mode of ``venv.autoreset_mode`` (SB3's ``SAME_STEP`` for
+    vector envs that do not say): with ``NEXT_STEP`` the done step's observation (the episode's last) joins the
+    stack, and the stack restarts at the next step, which returns the new episode's first observation; with
+    ``DISABLED`` the stack restarts at the caller's :meth:`reset`. Neither mode has a ``terminal_observation``.
+    A restarted worker's envs (``infos[i]["vecenv.restarted"]``) restart their stacks with their new first
+    observation.
 
     :param venv: the vectorized environment to wrap; its observation space must be a Box or a Dict of Boxes.
     :param n_stack: number of frames per observation.
@@ -44,6 +52,9 @@ class VecFrameStack(VecEnvWrapper):
             venv.num_envs, n_stack, venv.observation_space, channels_order
         )
         super().__init__(venv, observation_space=self.stacked_obs.stacked_observation_space)
+        self._mode = autoreset_mode_of(venv)
+        # NEXT_STEP: the envs whose next step resets them (their stacks restart with its observation)
+        self._resetting = np.zeros(self.num_envs, dtype=bool)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Step, then stack.
@@ -52,7 +63,14 @@ class VecFrameStack(VecEnvWrapper):
             Dict spaces) and the done envs' ``terminal_observation`` stacked the same way.
         """
         observations, rewards, dones, infos = self.venv.step_wait()
-        stacked, infos = self.stacked_obs.update(observations, dones, infos)
+        if self._mode is AutoresetMode.SAME_STEP:
+            stacked, infos = self.stacked_obs.update(observations, dones, infos)
+            return stacked, rewards, dones, infos
+        ordinary_ends = resets_next(dones, infos)
+        restarted = np.asarray(dones, dtype=bool) & ~ordinary_ends  # a new first observation at once, in every mode
+        stacked = self.stacked_obs.push(observations, self._resetting | restarted)
+        if self._mode is AutoresetMode.NEXT_STEP:
+            self._resetting = ordinary_ends
         return stacked, rewards, dones, infos
 
     def reset(self) -> np.ndarray | dict[str, np.ndarray]:
@@ -61,4 +79,5 @@ class VecFrameStack(VecEnvWrapper):
         :return: the stacks, ``(num_envs, *stacked_shape)`` (a dict of such arrays for Dict spaces).
         """
         observation: VecEnvObs = self.venv.reset()
+        self._resetting[:] = False
         return self.stacked_obs.reset(observation)

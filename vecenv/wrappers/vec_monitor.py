@@ -8,10 +8,11 @@ import warnings
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
 from vecenv.monitor import Monitor, ResultsWriter
-from vecenv.wrappers.base import VecEnvWrapper
+from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next
 
 __all__ = ["VecMonitor"]
 
@@ -27,6 +28,12 @@ class VecMonitor(VecEnvWrapper):
     :class:`~vecenv.monitor.ResultsWriter` for the format and naming rules); the header's ``env_id`` is
     ``venv.spec.id`` if the venv has a ``spec``, else ``"None"``. :meth:`reset` discards the episodes in
     progress.
+
+    Right in every autoreset mode of ``venv.autoreset_mode`` (SB3's ``SAME_STEP`` for vector envs that do not
+    say): with ``NEXT_STEP``, the step after an episode end resets the env instead of stepping it, and is not
+    counted in the next episode (its reward is 0); with ``DISABLED``, an episode ends at its done step, and the
+    caller resets the env (counting starts again at :meth:`reset`). A worker restart (``infos[i]
+    ["vecenv.restarted"]``) ends the episode in progress.
 
     :param venv: the vector env to monitor. Warns (``UserWarning``) if its envs are already wrapped with
         :class:`~vecenv.Monitor`, whose statistics this wrapper then overwrites in the infos.
@@ -69,17 +76,27 @@ class VecMonitor(VecEnvWrapper):
         self.episode_returns = np.zeros(self.num_envs, dtype=np.float32)
         #: steps so far in each env's current episode, int32 ``(num_envs,)``
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int32)
+        self._next_step = autoreset_mode_of(venv) is AutoresetMode.NEXT_STEP
+        # NEXT_STEP: the envs whose next step resets them (it belongs to no episode)
+        self._resetting = np.zeros(self.num_envs, dtype=bool)
 
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
         self.episode_returns = np.zeros(self.num_envs, dtype=np.float32)
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int32)
+        self._resetting = np.zeros(self.num_envs, dtype=bool)
         return obs
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()
-        self.episode_returns += rewards
-        self.episode_lengths += 1
+        if self._next_step:
+            counted = ~self._resetting
+            self.episode_returns += np.where(counted, rewards, 0)
+            self.episode_lengths += counted
+            self._resetting = resets_next(dones, infos)
+        else:
+            self.episode_returns += rewards
+            self.episode_lengths += 1
         new_infos = list(infos)
         for i in np.flatnonzero(dones).tolist():
             info = infos[i].copy()

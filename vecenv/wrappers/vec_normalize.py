@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
 from vecenv.running_mean_std import RunningMeanStd
 from vecenv.spaces import is_image_space
-from vecenv.wrappers.base import VecEnvWrapper, unwrap_vec_wrapper
+from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next, unwrap_vec_wrapper
 from vecenv.wrappers.normalize_io import (
     NormalizationFileError,
     NormalizationState,
@@ -122,6 +123,12 @@ class VecNormalize(VecEnvWrapper):
         self.norm_reward = norm_reward
         #: raw rewards of the last step, float32 ``(num_envs,)`` (empty before the first step).
         self.old_reward = np.array([])
+        self._follow_autoreset_mode(venv)
+
+    def _follow_autoreset_mode(self, venv: VecEnv) -> None:
+        # NEXT_STEP: the step after an episode end only resets the env; its return (0) is not a sample
+        self._next_step = autoreset_mode_of(venv) is AutoresetMode.NEXT_STEP
+        self._resetting = np.zeros(self.num_envs, dtype=bool)
 
     def _init_obs_rms(self, clip_obs: float) -> None:
         """Create ``obs_rms``; replace the image (sub-)spaces being normalized by float Boxes."""
@@ -182,9 +189,10 @@ class VecNormalize(VecEnvWrapper):
     # --- pickling (SB3's rules) --------------------------------------------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
-        """State for pickling / deep-copying: everything but ``venv``, ``class_attributes`` and ``returns``."""
+        """State for pickling / deep-copying: everything but ``venv``, ``class_attributes``, ``returns`` and what
+        depends on the wrapped env's autoreset mode (set again by :meth:`set_venv`)."""
         state = self.__dict__.copy()
-        for name in ("venv", "class_attributes", "returns"):
+        for name in ("venv", "class_attributes", "returns", "_next_step", "_resetting"):
             state.pop(name, None)
         return state
 
@@ -213,6 +221,7 @@ class VecNormalize(VecEnvWrapper):
         self.class_attributes = dict(inspect.getmembers(self.__class__))
         self.render_mode = venv.render_mode
         self.returns = np.zeros(self.num_envs)
+        self._follow_autoreset_mode(venv)
 
     # --- stepping ------------------------------------------------------------------------------------------
 
@@ -233,6 +242,8 @@ class VecNormalize(VecEnvWrapper):
         if self.training:
             self._update_reward(rewards)
         rewards = self.normalize_reward(rewards)
+        if self._next_step:  # the next step of these envs resets them: it adds no return sample
+            self._resetting = resets_next(dones, infos)
 
         for idx, done in enumerate(dones):
             if done and "terminal_observation" in infos[idx]:
@@ -249,6 +260,7 @@ class VecNormalize(VecEnvWrapper):
         obs = self.venv.reset()
         self.old_obs = obs
         self.returns = np.zeros(self.num_envs)
+        self._resetting = np.zeros(self.num_envs, dtype=bool)
         if self.training and self.norm_obs:
             self._update_obs(obs)
         return self.normalize_obs(obs)
@@ -263,8 +275,13 @@ class VecNormalize(VecEnvWrapper):
             obs_rms.update(obs)
 
     def _update_reward(self, reward: np.ndarray) -> None:
-        """Add ``reward`` to the discounted returns and update the return statistics."""
+        """Add ``reward`` to the discounted returns and update the return statistics (``NEXT_STEP`` mode: not
+        with the returns of the envs this step reset, which are no sample of any episode's return)."""
         self.returns = self.returns * self.gamma + reward
+        if self._next_step and self._resetting.any():
+            if not self._resetting.all():
+                self.ret_rms.update(self.returns[~self._resetting])
+            return
         self.ret_rms.update(self.returns)
 
     # --- normalization -------------------------------------------------------------------------------------

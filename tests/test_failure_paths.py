@@ -1,0 +1,608 @@
+"""What a vector env looks like after something went wrong, on every backend it applies to.
+
+- A step that raised (an env's exception, KeyboardInterrupt in an env or in the caller's wait) is completed by the
+  next step: the envs that finished stepping in the failed call report that result once (their new action is
+  ignored), the others step now; no done flag outlives the step that set it.
+- A worker that was killed (step timeout) or died is never written to or read from again: every later call raises
+  the recorded cause, or goes through the restart rule when ``max_restarts`` allows.
+- Seeds / options set while partial batches are in flight reach each env's next reset; a refused ``send`` changes
+  nothing.
+- The SB3-style wrappers that count episodes or stack frames are right in every autoreset mode.
+- ``to_gymnasium`` carries the real terminated / truncated flags.
+
+Expectations come from :class:`tests.envs_failure.ScriptEnv`, whose observations ``[offset, episode, t, seed]``
+and rewards ``t`` are computed by hand, and from Gymnasium's own vector envs stepped with the same actions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import vecenv
+import vecenv.gymnasium as vgym
+from tests.conftest import DEFAULT_START_METHOD, START_METHODS
+from tests.envs_failure import (
+    BOTH,
+    INTERRUPT,
+    RAISE,
+    SLOW,
+    STEP,
+    TERMINATE,
+    TERMINATE_BAD_RESET,
+    ScriptFault,
+    expected_obs,
+    make,
+)
+from tests.envs_faults import make_env as make_fault_env
+from vecenv.adapters import from_gymnasium, to_gymnasium
+from vecenv.errors import AlreadyPendingCallError, WorkerDiedError
+
+#: SB3-style backends: one group in this process, one group in one worker process (each start method), one env
+#: per worker process (the failed call's other groups complete), and a group in this process beside a worker
+SB3_BACKENDS = ["dummy", *(f"subproc-{method}" for method in START_METHODS), "subproc-split", "parent"]
+
+
+def script_fns(n: int, **kwargs: Any) -> list[Callable[[], gym.Env]]:
+    return [functools.partial(make, i, **kwargs) for i in range(n)]
+
+
+def build(kind: str, env_fns: list[Callable[[], gym.Env]], **kwargs: Any) -> vecenv.VecEnv:
+    """A vector env of ``kind`` (see :data:`SB3_BACKENDS`)."""
+    if kind == "dummy":
+        return vecenv.DummyVecEnv(env_fns, **kwargs)
+    if kind == "subproc-split":
+        return vecenv.SubprocVecEnv(env_fns, n_workers=len(env_fns), **kwargs)
+    if kind == "parent":
+        return vecenv.SubprocVecEnv(env_fns, n_workers=1, parent_envs=1, **kwargs)
+    assert kind.startswith("subproc-"), kind
+    return vecenv.SubprocVecEnv(env_fns, start_method=kind.removeprefix("subproc-"), n_workers=1, **kwargs)
+
+
+@pytest.fixture
+def built() -> Any:
+    venvs: list[Any] = []
+    yield venvs
+    for venv in venvs:
+        with contextlib.suppress(Exception):
+            venv.close()
+
+
+def actions(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def steps_taken(venv: vecenv.VecEnv) -> list[int]:
+    return list(venv.get_attr("steps_taken"))
+
+
+# --- 1. a step that raised is completed by the next step -------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", SB3_BACKENDS)
+def test_episode_end_in_a_failed_step_is_reported_once_and_no_done_outlives_it(kind, built):
+    """Env 0 ends its episode, env 1 raises in the same call. The next step reports env 0's episode end once (its
+    terminal observation and reward from the failed call; its new action ignored), steps envs 1 and 2, and the
+    step after reports no done at all."""
+    venv = build(kind, script_fns(3))
+    built.append(venv)
+    venv.reset()
+    venv.step(actions(STEP, STEP, STEP))
+    with pytest.raises(ScriptFault, match="env 1 raised in step") as info:
+        venv.step(actions(TERMINATE, RAISE, STEP))
+    assert "vecenv: raised by env 1 during step" in info.value.__notes__
+
+    obs, rewards, dones, infos = venv.step(actions(TERMINATE, STEP, STEP))  # env 0's TERMINATE is ignored
+    np.testing.assert_array_equal(dones, [True, False, False])
+    np.testing.assert_array_equal(rewards, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(obs[0], expected_obs(0, 1, 0))  # the new episode's first observation
+    np.testing.assert_array_equal(infos[0]["terminal_observation"], expected_obs(0, 0, 2))
+    assert infos[0]["last_t"] == 2 and infos[0]["TimeLimit.truncated"] is False
+    np.testing.assert_array_equal(obs[1], expected_obs(1, 0, 2))
+    np.testing.assert_array_equal(obs[2], expected_obs(2, 0, 2))
+    assert infos[1] == infos[2] == {"TimeLimit.truncated": False}
+    assert venv.reset_infos[0] == {"reset_episode": 1}
+    assert steps_taken(venv) == [2, 2, 2]  # no env stepped twice, none skipped
+
+    obs, rewards, dones, infos = venv.step(actions(STEP, STEP, STEP))
+    np.testing.assert_array_equal(dones, [False, False, False])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 1, 1), expected_obs(1, 0, 3), expected_obs(2, 0, 3)])
+    assert all("terminal_observation" not in info for info in infos)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", "subproc-split", "parent", f"subproc-{DEFAULT_START_METHOD}"])
+def test_failed_autoreset_is_finished_by_the_next_step(kind, built):
+    """Env 0 ends its episode and its automatic reset raises: the next step retries the reset (its new action is
+    ignored) and reports the episode end with its terminal observation then."""
+    venv = build(kind, script_fns(2))
+    built.append(venv)
+    venv.reset()
+    venv.step(actions(STEP, STEP))
+    with pytest.raises(ScriptFault, match="reset of env 0 failed") as info:
+        venv.step(actions(TERMINATE_BAD_RESET, STEP))
+    assert "vecenv: raised by env 0 during step" in info.value.__notes__
+    obs, rewards, dones, infos = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(dones, [True, False])
+    np.testing.assert_array_equal(rewards, [2.0, 2.0])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 1, 0), expected_obs(1, 0, 2)])
+    np.testing.assert_array_equal(infos[0]["terminal_observation"], expected_obs(0, 0, 2))
+    assert venv.reset_infos[0] == {"reset_episode": 1}
+    assert steps_taken(venv) == [2, 2]
+    _, _, dones, _ = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(dones, [False, False])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", "subproc-split", f"subproc-{DEFAULT_START_METHOD}"])
+def test_next_step_mode_failed_step_and_failed_reset_step(kind, built):
+    """NEXT_STEP: env 0's termination in a failed call is reported by the next step (last observation), the step
+    after resets it; a reset step that raises is retried by the next step."""
+    venv = build(kind, script_fns(2), autoreset_mode=AutoresetMode.NEXT_STEP)
+    built.append(venv)
+    venv.reset()
+    with pytest.raises(ScriptFault):
+        venv.step(actions(TERMINATE, RAISE))
+    obs, rewards, dones, _ = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(dones, [True, False])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 0, 1), expected_obs(1, 0, 1)])
+    obs, rewards, dones, _ = venv.step(actions(TERMINATE_BAD_RESET, STEP))  # env 0: the reset step
+    np.testing.assert_array_equal(obs[0], expected_obs(0, 1, 0))
+    np.testing.assert_array_equal(rewards, [0.0, 2.0])
+    obs, _, dones, _ = venv.step(actions(TERMINATE_BAD_RESET, STEP))
+    np.testing.assert_array_equal(dones, [True, False])
+    with pytest.raises(ScriptFault, match="reset of env 0 failed"):
+        venv.step(actions(STEP, STEP))  # env 0's reset step raises
+    obs, rewards, dones, _ = venv.step(actions(STEP, STEP))  # retried: env 0 resets now
+    np.testing.assert_array_equal(dones, [False, False])
+    np.testing.assert_array_equal(obs[0], expected_obs(0, 2, 0))
+    np.testing.assert_array_equal(rewards[0], 0.0)
+    assert steps_taken(venv)[0] == 2
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", "parent"])
+def test_keyboard_interrupt_in_an_env_then_resume_keeps_vecmonitor_exact(kind, built):
+    """Ctrl-C inside an env and going on without reset() (as SB3's learn(reset_num_timesteps=False)): every
+    episode VecMonitor records has the env's real length (5) and return (1+2+3+4+5)."""
+    venv = vecenv.VecMonitor(build(kind, script_fns(2, max_steps=5)))
+    built.append(venv)
+    venv.reset()
+    for _ in range(4):
+        venv.step(actions(STEP, STEP))
+    # one env ends its episode (t = 5) in the call in which the other one (in this process) is interrupted
+    with pytest.raises(KeyboardInterrupt):
+        venv.step(actions(STEP, INTERRUPT) if kind == "dummy" else actions(INTERRUPT, STEP))
+    ended: list[tuple[int, float, int]] = []
+    for _ in range(11):
+        _, _, dones, infos = venv.step(actions(STEP, STEP))
+        ended += [(i, infos[i]["episode"]["r"], infos[i]["episode"]["l"]) for i in np.flatnonzero(dones)]
+    assert ended == [(0, 15.0, 5), (1, 15.0, 5), (0, 15.0, 5), (1, 15.0, 5), (0, 15.0, 5), (1, 15.0, 5)]
+
+
+def _interrupt_main_after(seconds: float) -> threading.Timer:
+    """SIGINT to the main thread after ``seconds`` (as a terminal's Ctrl-C reaches a program waiting in poll)."""
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(seconds, signal.pthread_kill, args=(main, signal.SIGINT))
+    timer.start()
+    return timer
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_ctrl_c_while_waiting_for_workers_loses_no_step(n_workers, built):
+    """Ctrl-C while the parent waits for the workers: the workers finish that step, and the next step returns it
+    (their new actions ignored) instead of stepping again."""
+    venv = vecenv.SubprocVecEnv(script_fns(2, slow=1.0), n_workers=n_workers)
+    built.append(venv)
+    venv.reset()
+    venv.step(actions(STEP, STEP))
+    timer = _interrupt_main_after(0.3)
+    with pytest.raises(KeyboardInterrupt):
+        venv.step(actions(SLOW, SLOW))
+    timer.join()
+    obs, _rewards, dones, _ = venv.step(actions(TERMINATE, TERMINATE))  # returns the interrupted step
+    np.testing.assert_array_equal(obs, [expected_obs(0, 0, 2), expected_obs(1, 0, 2)])
+    np.testing.assert_array_equal(dones, [False, False])
+    assert steps_taken(venv) == [2, 2]
+    obs, _, dones, _ = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(obs, [expected_obs(0, 0, 3), expected_obs(1, 0, 3)])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", f"subproc-{DEFAULT_START_METHOD}"])
+def test_reset_after_a_failed_step_drops_what_it_held(kind, built):
+    venv = build(kind, script_fns(2))
+    built.append(venv)
+    venv.reset()
+    with pytest.raises(ScriptFault):
+        venv.step(actions(TERMINATE, RAISE))
+    obs = venv.reset()
+    np.testing.assert_array_equal(obs, [expected_obs(0, 2, 0), expected_obs(1, 1, 0)])
+    obs, _, dones, _infos = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(dones, [False, False])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 2, 1), expected_obs(1, 1, 1)])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", f"subproc-{DEFAULT_START_METHOD}"])
+def test_partial_batch_that_raised_returns_its_finished_envs_with_the_next_recv(kind, built):
+    """send() to envs of one group, one raises: recv() raises, the next recv() returns the envs that stepped."""
+    venv = build(kind, script_fns(2))
+    built.append(venv)
+    venv.async_reset()
+    venv.recv()
+    venv.send(actions(TERMINATE, RAISE), [0, 1])
+    with pytest.raises(ScriptFault):
+        venv.recv()
+    obs, _rewards, dones, infos, env_ids = venv.recv()
+    np.testing.assert_array_equal(env_ids, [0])
+    np.testing.assert_array_equal(dones, [True])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 1, 0)])
+    np.testing.assert_array_equal(infos[0]["terminal_observation"], expected_obs(0, 0, 1))
+    venv.send(actions(STEP, STEP), [0, 1])
+    obs, _, dones, _, env_ids = venv.recv()
+    np.testing.assert_array_equal(env_ids, [0, 1])
+    np.testing.assert_array_equal(dones, [False, False])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 1, 1), expected_obs(1, 0, 1)])
+
+
+GYM_MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("cls", ["sync", "async"])
+@pytest.mark.parametrize("mode", GYM_MODES, ids=lambda m: m.name)
+def test_gymnasium_api_failed_step_reports_the_termination_once(cls, mode, built):
+    if cls == "sync":
+        envs = vgym.SyncVectorEnv(script_fns(2), autoreset_mode=mode)
+    else:
+        envs = vgym.AsyncVectorEnv(script_fns(2), autoreset_mode=mode, n_workers=1)
+    built.append(envs)
+    envs.reset()
+    with pytest.raises(ScriptFault):
+        envs.step(actions(TERMINATE, RAISE))
+    obs, rewards, terminations, truncations, infos = envs.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(terminations, [True, False])
+    np.testing.assert_array_equal(truncations, [False, False])
+    np.testing.assert_array_equal(rewards, [1.0, 1.0])
+    if mode is AutoresetMode.SAME_STEP:
+        np.testing.assert_array_equal(infos["final_obs"][0], expected_obs(0, 0, 1))
+        np.testing.assert_array_equal(obs[0], expected_obs(0, 1, 0))
+    else:
+        np.testing.assert_array_equal(obs[0], expected_obs(0, 0, 1))
+    _, _, terminations, _, _ = envs.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(terminations, [False, False])
+
+
+# --- 2. a killed or dead worker is never used again ------------------------------------------------------------
+
+
+def _every_call(venv: vecenv.VecEnv) -> dict[str, Callable[[], Any]]:
+    n = venv.num_envs
+    return {
+        "reset": venv.reset,
+        "step": lambda: venv.step(np.zeros(n, dtype=np.int64)),
+        "get_attr": lambda: venv.get_attr("offset"),
+        "set_attr": lambda: venv.set_attr("knob", 1),
+        "env_method": lambda: venv.env_method("poke", 1),
+        "env_is_wrapped": lambda: venv.env_is_wrapped(gym.Wrapper),
+        "has_attr": lambda: venv.has_attr("offset"),
+        "get_images": venv.get_images,
+        "seed_then_step": lambda: (venv.seed(1), venv.step(np.zeros(n, dtype=np.int64))),
+        "options_then_reset": lambda: (venv.set_options({"a": 1}), venv.reset()),
+        "async_reset_recv": lambda: (venv.async_reset(), venv.recv()),
+    }
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("start_method", START_METHODS)
+@pytest.mark.parametrize("how", ["timeout", "death"])
+def test_a_killed_or_dead_worker_never_touches_the_callers_files(how, start_method, tmp_path):
+    """After a step timeout killed a worker (or it died in a step), the caller opens files, which take the freed
+    descriptor numbers; every later call raises WorkerDiedError naming what happened during step, and nothing
+    is written to or read from those files."""
+    fault = {"timeout": "hang", "death": "sigkill"}[how]
+    fns = [functools.partial(make_fault_env, 0, where="step", fault=fault, at=2), functools.partial(make_fault_env, 1)]
+    venv = vecenv.SubprocVecEnv(fns, start_method=start_method, n_workers=1, step_timeout=1.0)
+    try:
+        venv.reset()
+        venv.step(np.zeros(2, dtype=np.int64))
+        expected = TimeoutError if how == "timeout" else WorkerDiedError
+        with pytest.raises(expected):
+            venv.step(np.zeros(2, dtype=np.int64))
+        files = []
+        for i in range(24):
+            f = open(tmp_path / f"user_file_{i}.txt", "w+b")  # noqa: SIM115 - closed below
+            f.write(f"contents of file {i}".encode())
+            f.flush()
+            f.seek(0)
+            files.append(f)
+        for name, call in _every_call(venv).items():
+            with pytest.raises(WorkerDiedError) as info:
+                call()
+            message = str(info.value)
+            assert "during step" in message, (name, message)
+            if how == "timeout":
+                assert "step_timeout" in message and "out-of-memory" not in message, (name, message)
+            else:
+                assert "SIGKILL" in message, (name, message)
+        venv.close()
+        for i, f in enumerate(files):
+            assert f.tell() == 0, f"vecenv moved the position of user_file_{i}.txt"
+            f.close()
+            assert (tmp_path / f"user_file_{i}.txt").read_bytes() == f"contents of file {i}".encode()
+    finally:
+        venv.close()
+
+
+# --- 3. seeds / options while partial batches are in flight ------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", ["dummy", "subproc-2", "parent"])
+def test_seed_while_a_partial_batch_is_in_flight(kind, built):
+    """send() to env 0; seed(123); send() to env 2 (another worker in subproc-2, the same group otherwise): nothing
+    in flight is lost or overwritten, a refused send changes nothing, and every env gets its seed at its next
+    reset."""
+    fns = script_fns(4)
+    if kind == "dummy":
+        venv = vecenv.DummyVecEnv(fns)
+    elif kind == "parent":
+        venv = vecenv.SubprocVecEnv(fns, n_workers=1, parent_envs=2)
+    else:
+        venv = vecenv.SubprocVecEnv(fns, n_workers=2)
+    built.append(venv)
+    venv.async_reset()
+    venv.recv()
+    venv.send(actions(STEP), [0])
+    venv.seed(123)
+    venv.set_options({"t": 5})
+    if kind == "dummy":
+        with pytest.raises(AlreadyPendingCallError):
+            venv.send(actions(STEP), [2])  # env 2's group is busy
+        expected_ids = [0]
+    else:
+        venv.send(actions(STEP), [2])
+        expected_ids = [0, 2]
+    got: list[int] = []
+    while len(got) < len(expected_ids):
+        obs, _rewards, _dones, _infos, env_ids = venv.recv()
+        got += env_ids.tolist()
+        for row, env_id in zip(obs, env_ids, strict=True):
+            np.testing.assert_array_equal(row, expected_obs(env_id, 0, 1))
+    assert sorted(got) == expected_ids
+    obs = venv.reset()
+    np.testing.assert_array_equal(obs, [expected_obs(i, 1, 5, seed=123 + i) for i in range(4)])
+
+
+# --- 4. restarts cover a worker that died while seeds or options were pending ------------------------------
+
+
+def _kill(venv: vecenv.SubprocVecEnv, w: int) -> None:
+    process = venv.processes[w]
+    os.kill(process.pid, signal.SIGKILL)
+    process.join(5)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("what", ["seed", "set_options", "nothing"])
+def test_restart_covers_a_worker_that_died_with_seeds_pending(what, built):
+    venv = vecenv.SubprocVecEnv(script_fns(4), n_workers=2, max_restarts=3)
+    built.append(venv)
+    venv.reset()
+    _kill(venv, 0)
+    if what == "seed":
+        venv.seed(5)
+    elif what == "set_options":
+        venv.set_options({"t": 7})
+    with pytest.warns(RuntimeWarning, match=r"restarting the worker of envs \[0, 1\]"):
+        obs, _rewards, dones, infos = venv.step(actions(STEP, STEP, STEP, STEP))
+    assert venv.restarts == 1
+    np.testing.assert_array_equal(dones, [True, True, False, False])
+    assert all(infos[i]["vecenv.restarted"] and infos[i]["TimeLimit.truncated"] for i in (0, 1))
+    # the restarted envs were reset with the seeds / options still pending for them
+    seed = {"seed": 5, "set_options": -1, "nothing": -1}[what]
+    t0 = 7 if what == "set_options" else 0
+    for i in (0, 1):
+        np.testing.assert_array_equal(obs[i], expected_obs(i, 0, t0, seed=seed + i if seed >= 0 else -1))
+    for i in (2, 3):
+        np.testing.assert_array_equal(obs[i], expected_obs(i, 0, 1))
+    obs = venv.reset()  # envs 2 and 3 got theirs at this reset
+    seeds = [-1, -1, 7, 8] if what == "seed" else [-1] * 4
+    for i in range(4):
+        t = 7 if what == "set_options" and i >= 2 else 0
+        np.testing.assert_array_equal(obs[i], expected_obs(i, 1, t, seed=seeds[i]))
+
+
+@pytest.mark.timeout(60)
+def test_restart_rule_covers_calls_and_reports_the_restart_at_the_next_step(built):
+    venv = vecenv.SubprocVecEnv(script_fns(4), n_workers=2, max_restarts=2)
+    built.append(venv)
+    venv.reset()
+    venv.step(actions(STEP, STEP, STEP, STEP))
+    _kill(venv, 1)
+    with pytest.warns(RuntimeWarning, match=r"restarting the worker of envs \[2, 3\]"):
+        assert venv.get_attr("offset") == [0, 1, 2, 3]
+    obs, rewards, dones, infos = venv.step(actions(STEP, STEP, STEP, STEP))
+    np.testing.assert_array_equal(dones, [False, False, True, True])
+    np.testing.assert_array_equal(rewards, [2.0, 2.0, 0.0, 0.0])
+    assert infos[2]["vecenv.restarted"] and infos[3]["vecenv.restarted"]
+    np.testing.assert_array_equal(obs[2:], [expected_obs(2, 0, 0), expected_obs(3, 0, 0)])
+    obs, _, dones, _ = venv.step(actions(STEP, STEP, STEP, STEP))
+    np.testing.assert_array_equal(dones, [False] * 4)
+    np.testing.assert_array_equal(obs[2:], [expected_obs(2, 0, 1), expected_obs(3, 0, 1)])
+
+
+@pytest.mark.timeout(60)
+def test_restart_rule_covers_a_death_during_reset(built):
+    fns = [functools.partial(make_fault_env, i, where="reset", fault="sigkill", at=2) for i in range(2)]
+    venv = vecenv.SubprocVecEnv(fns, n_workers=1, max_restarts=1)
+    built.append(venv)
+    venv.reset()
+    venv.seed(3)
+    with pytest.warns(RuntimeWarning, match="restarting the worker"):
+        obs = venv.reset()
+    assert venv.restarts == 1
+    np.testing.assert_array_equal(obs[:, :2], [[0, 0], [1, 0]])  # a fresh episode 0 of new envs
+    assert venv.get_attr("np_random_seed") == [3, 4]
+
+
+# --- 5. SB3-style wrappers in every autoreset mode -------------------------------------------------------------
+
+
+MODES = [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED]
+
+
+def mode_venv(backend: str, mode: AutoresetMode, n_envs: int) -> vecenv.VecEnv:
+    """``n_envs`` ScriptEnvs whose episodes last 3 steps, on ``backend`` ("dummy" or "subproc") in ``mode``."""
+    kind = "dummy" if backend == "dummy" else f"subproc-{DEFAULT_START_METHOD}"
+    return build(kind, script_fns(n_envs, max_steps=3), autoreset_mode=mode)
+
+
+def _drive(venv: vecenv.VecEnv, mode: AutoresetMode, n_steps: int) -> list[tuple[np.ndarray, np.ndarray, list]]:
+    """Step with STEP actions; in DISABLED mode reset everything when an episode ends (the envs end together)."""
+    out = []
+    for _ in range(n_steps):
+        obs, _, dones, infos = venv.step(np.zeros(venv.num_envs, dtype=np.int64))
+        out.append((obs, dones, infos))
+        if mode is AutoresetMode.DISABLED and dones.any():
+            assert dones.all()
+            out.append((venv.reset(), np.zeros(venv.num_envs, dtype=bool), []))
+    return out
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_vec_monitor_counts_real_episodes_in_every_autoreset_mode(backend, mode, built):
+    inner = mode_venv(backend, mode, 2)
+    venv = vecenv.VecMonitor(inner)
+    built.append(venv)
+    venv.reset()
+    episodes = [info["episode"] for _, _, infos in _drive(venv, mode, 12) for info in infos if "episode" in info]
+    assert len(episodes) >= 6
+    assert [(e["r"], e["l"]) for e in episodes] == [(6.0, 3)] * len(episodes)
+
+
+def _expected_stacks(frames_per_step: list[np.ndarray], starts: list[bool], n_stack: int) -> list[np.ndarray]:
+    """The frame stacks a user expects: the last ``n_stack`` observations of the current episode, zero-padded."""
+    stacks, history = [], []
+    for frame, start in zip(frames_per_step, starts, strict=True):
+        history = [frame] if start else [*history, frame]
+        padded = [np.zeros_like(frame)] * max(0, n_stack - len(history)) + history[-n_stack:]
+        stacks.append(np.concatenate(padded, axis=-1))
+    return stacks
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_vec_frame_stack_never_mixes_episodes_in_any_autoreset_mode(backend, mode, built):
+    inner = mode_venv(backend, mode, 1)
+    venv = vecenv.VecFrameStack(inner, n_stack=2)
+    built.append(venv)
+    first = venv.reset()
+    np.testing.assert_array_equal(first[0], np.concatenate([np.zeros(4, np.float32), expected_obs(0, 0, 0)]))
+    frames, starts, got = [expected_obs(0, 0, 0)], [True], [first[0]]
+    episode, t = 0, 0
+    pending_reset = False
+    for obs, dones, infos in _drive(venv, mode, 10):
+        if not infos:  # the caller's reset (DISABLED mode)
+            episode, t = episode + 1, 0
+            frames.append(expected_obs(0, episode, 0))
+            starts.append(True)
+        elif pending_reset:  # NEXT_STEP: this step reset the env
+            episode, t, pending_reset = episode + 1, 0, False
+            frames.append(expected_obs(0, episode, 0))
+            starts.append(True)
+        else:
+            t += 1
+            frames.append(expected_obs(0, episode, t))
+            starts.append(False)
+            if dones[0] and mode is AutoresetMode.SAME_STEP:
+                terminal = _expected_stacks(frames, starts, 2)[-1]
+                np.testing.assert_array_equal(infos[0]["terminal_observation"], terminal)
+                episode, t = episode + 1, 0
+                frames.append(expected_obs(0, episode, 0))
+                starts.append(True)
+                frames.pop(-2), starts.pop(-2)  # the step returned the new episode's first frame
+            elif dones[0] and mode is AutoresetMode.NEXT_STEP:
+                pending_reset = True
+        got.append(obs[0])
+    expected = _expected_stacks(frames, starts, 2)
+    for step, (want, have) in enumerate(zip(expected, got, strict=True)):
+        np.testing.assert_array_equal(have, want, err_msg=f"step {step}")
+
+
+# --- 6. to_gymnasium carries the real flags --------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["dummy", "subproc", "monitor", "round-trip"])
+def test_to_gymnasium_keeps_terminated_and_truncated_both_set(backend, built):
+    fns = script_fns(2)
+    if backend == "dummy":
+        venv: Any = vecenv.DummyVecEnv(fns)
+    elif backend == "subproc":
+        venv = vecenv.SubprocVecEnv(fns, n_workers=1)
+    elif backend == "monitor":
+        venv = vecenv.VecMonitor(vecenv.DummyVecEnv(fns))
+    else:
+        venv = from_gymnasium(gym.vector.SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP))
+    envs = to_gymnasium(venv)
+    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
+    built += [envs, reference]
+    envs.reset(seed=0)
+    reference.reset(seed=0)
+    for step_actions in (actions(BOTH, STEP), actions(TERMINATE, BOTH), actions(STEP, STEP)):
+        got = envs.step(step_actions)
+        want = reference.step(step_actions)
+        for name, a, b in zip(("obs", "rewards", "terminations", "truncations"), got[:4], want[:4], strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def test_script_env_sanity():
+    """The hand-computed expectations above match the env stepped by hand."""
+    env = make(3)
+    obs, info = env.reset(seed=9)
+    np.testing.assert_array_equal(obs, expected_obs(3, 0, 0, seed=9))
+    assert info == {"reset_episode": 0}
+    obs, reward, terminated, truncated, info = env.step(TERMINATE)
+    np.testing.assert_array_equal(obs, expected_obs(3, 0, 1, seed=9))
+    assert (reward, terminated, truncated, info) == (1.0, True, False, {"last_t": 1})
+    start = time.monotonic()
+    env.slow = 0.01
+    env.step(SLOW)
+    assert env.t == 2 and time.monotonic() - start >= 0.0
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_vec_normalize_return_statistics_in_every_autoreset_mode(backend, mode, built):
+    """The return statistics sample each step of each episode once: rewards 1, 2, 3 give the discounted returns
+    1, 1g + 2, (1g + 2)g + 3 per episode, whatever the mode (NEXT_STEP's reset steps are no sample)."""
+    gamma = 0.9
+    venv = vecenv.VecNormalize(mode_venv(backend, mode, 2), gamma=gamma)
+    built.append(venv)
+    venv.reset()
+    _drive(venv, mode, 12 if mode is not AutoresetMode.NEXT_STEP else 15)  # four episodes per env
+    episode = [1.0, 1.0 * gamma + 2.0, (1.0 * gamma + 2.0) * gamma + 3.0]
+    samples = np.array(episode * 4 * 2)
+    assert venv.ret_rms.count == pytest.approx(len(samples), abs=1e-3)
+    assert venv.ret_rms.mean == pytest.approx(samples.mean(), rel=1e-4)
+    assert venv.ret_rms.var == pytest.approx(samples.var(), rel=1e-3)
