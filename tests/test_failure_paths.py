@@ -606,3 +606,23 @@ def test_vec_normalize_return_statistics_in_every_autoreset_mode(backend, mode, 
     assert venv.ret_rms.count == pytest.approx(len(samples), abs=1e-3)
     assert venv.ret_rms.mean == pytest.approx(samples.mean(), rel=1e-4)
     assert venv.ret_rms.var == pytest.approx(samples.var(), rel=1e-3)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED], ids=lambda m: m.name)
+def test_from_gymnasium_finishes_a_step_whose_reset_of_finished_envs_raised(mode, built):
+    """from_gymnasium resets finished envs right after the step; if that reset raises, the next step finishes it
+    and returns that step: env 0's episode end is reported once, with its terminal observation."""
+    venv = from_gymnasium(gym.vector.SyncVectorEnv(script_fns(2), autoreset_mode=mode))
+    built.append(venv)
+    venv.reset()
+    with pytest.raises(ScriptFault, match="reset of env 0 failed"):
+        venv.step(actions(TERMINATE_BAD_RESET, STEP))
+    obs, rewards, dones, infos = venv.step(actions(STEP, STEP))  # the failed step, finished
+    np.testing.assert_array_equal(dones, [True, False])
+    np.testing.assert_array_equal(rewards, [1.0, 1.0])
+    np.testing.assert_array_equal(infos[0]["terminal_observation"], expected_obs(0, 0, 1))
+    np.testing.assert_array_equal(obs, [expected_obs(0, 1, 0), expected_obs(1, 0, 1)])
+    obs, _, dones, _ = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(dones, [False, False])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 1, 1), expected_obs(1, 0, 2)])

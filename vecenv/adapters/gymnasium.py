@@ -471,6 +471,8 @@ class GymnasiumToVecEnv(VecEnv):
         self._actions: Any = None
         self._terminations = np.zeros((num_envs,), dtype=np.bool_)
         self._truncations = np.zeros((num_envs,), dtype=np.bool_)
+        # a step whose reset of finished envs raised: (obs, rewards, dones, infos, envs left to reset)
+        self._unfinished: tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray] | None = None
         super().__init__(num_envs, observation_space, action_space)
 
     # --- state ------------------------------------------------------------------------------------
@@ -514,6 +516,7 @@ class GymnasiumToVecEnv(VecEnv):
         """
         self._check_open("reset")
         self._waiting, self._actions = False, None
+        self._unfinished = None
         n = self.num_envs
         if len(self._seeds) != n or len(self._options) != n:
             raise ValueError(
@@ -581,12 +584,20 @@ class GymnasiumToVecEnv(VecEnv):
         :raises NoAsyncCallError: if no step is pending.
         :raises RuntimeError: in SAME_STEP mode, if the vector env reports an episode end without ``final_obs``.
         :raises ClosedVecEnvError: after :meth:`close`.
+        :raises Exception: what the vector env raised. If resetting the finished envs (NEXT_STEP / DISABLED mode)
+            raised, the step did happen: the next ``step_wait`` resets them and returns that step (its own
+            actions are ignored), so its episode ends are reported once.
         """
         self._check_open("step_wait")
         if not self._waiting:
             raise NoAsyncCallError("step_wait() called without a pending step: call step_async(actions) first.")
         self._waiting = False
         actions, self._actions = self._actions, None
+        if self._unfinished is not None:  # the last step raised resetting its finished envs: finish it
+            obs, rewards, dones, infos, to_reset = self._unfinished
+            self._reset_finished(to_reset, obs)
+            self._unfinished = None
+            return obs, rewards, dones, infos
         n = self.num_envs
         obs, rewards, terminated, truncated, vector_infos = self.vector_env.step(actions)
         obs = _to_vec_batch(self.observation_space, obs)
@@ -610,28 +621,37 @@ class GymnasiumToVecEnv(VecEnv):
                 self.reset_infos[i] = info  # the top-level info of a reset env is its reset info
                 infos[i] = final_info = dict(final_info)
                 final_info["terminal_observation"] = terminal_obs
-        elif dones.any():
-            for i in np.flatnonzero(dones).tolist():
-                infos[i]["terminal_observation"] = _row(obs, i)
-            self._reset_finished(dones, obs)
         for i, info in enumerate(infos):
             info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+        if self.vector_env_autoreset_mode is not AutoresetMode.SAME_STEP and dones.any():
+            for i in np.flatnonzero(dones).tolist():
+                infos[i]["terminal_observation"] = _row(obs, i)
+            to_reset = dones.copy()
+            try:
+                self._reset_finished(to_reset, obs)
+            except BaseException:
+                # the step happened: the next step_wait resets what is left and returns it (reported once)
+                self._unfinished = (obs, rewards, dones, infos, to_reset)
+                raise
         return obs, rewards, dones, infos
 
-    def _reset_finished(self, dones: np.ndarray, obs: Any) -> None:
-        """Reset the envs ``dones`` now: their first observations go into ``obs``, their infos into reset_infos."""
+    def _reset_finished(self, to_reset: np.ndarray, obs: Any) -> None:
+        """Reset the envs ``to_reset`` now: their first observations go into ``obs``, their infos into reset_infos;
+        each env reset is cleared from ``to_reset`` (which tells what is left if a reset raises)."""
         if self._partial_reset == "reset_mask":
-            new_obs, vector_infos = self.vector_env.reset(options={"reset_mask": dones.copy()})
+            new_obs, vector_infos = self.vector_env.reset(options={"reset_mask": to_reset.copy()})
             new_obs = _to_vec_batch(self.observation_space, new_obs)
             reset_infos = _unbatch_infos(vector_infos, self.num_envs)
-            for i in np.flatnonzero(dones).tolist():
+            for i in np.flatnonzero(to_reset).tolist():
                 _assign_row(obs, i, new_obs, i)
                 self.reset_infos[i] = reset_infos[i]
+            to_reset[:] = False
         else:  # EnvPool: one env at a time, as EnvPool's own SB3 adapter does
-            for i in np.flatnonzero(dones).tolist():
+            for i in np.flatnonzero(to_reset).tolist():
                 new_obs, vector_infos = self.vector_env.reset(env_id=np.array([i]))
                 _assign_row(obs, i, _to_vec_batch(self.observation_space, new_obs), 0)
                 self.reset_infos[i] = _unbatch_infos(vector_infos, 1)[0]
+                to_reset[i] = False
 
     # --- calls into the sub-envs ------------------------------------------------------------------
 
