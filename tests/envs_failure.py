@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 #: actions of :class:`ScriptEnv`
-STEP, TERMINATE, RAISE, TRUNCATE, BOTH, INTERRUPT, TERMINATE_BAD_RESET, SLOW = range(8)
+STEP, TERMINATE, RAISE, TRUNCATE, BOTH, INTERRUPT, TERMINATE_BAD_RESET, SLOW, TIMEOUT = range(9)
 
 
 class ScriptFault(Exception):
@@ -29,7 +29,8 @@ class ScriptEnv(gym.Env):
     Actions: ``STEP`` (t += 1), ``TERMINATE`` / ``TRUNCATE`` / ``BOTH`` (step and end the episode with these
     flags), ``RAISE`` (raise :class:`ScriptFault`, nothing changes), ``INTERRUPT`` (raise KeyboardInterrupt),
     ``TERMINATE_BAD_RESET`` (terminate; the next reset raises :class:`ScriptFault` once), ``SLOW`` (sleep
-    :attr:`slow` seconds, then step). An episode also ends (truncated) after ``max_steps`` steps if given.
+    :attr:`slow` seconds, then step), ``TIMEOUT`` (raise a ``TimeoutError`` of its own). An episode also ends
+    (truncated) after ``max_steps`` steps if given.
     Step infos are empty, except ``{"last_t": t}`` when the episode ends. Reset infos are ``{"reset_episode": e}``.
 
     :param offset: identifies the env (first observation entry).
@@ -42,7 +43,7 @@ class ScriptEnv(gym.Env):
         self.max_steps = max_steps
         self.slow = slow
         self.observation_space = spaces.Box(-1e9, 1e9, shape=(4,), dtype=np.float32)
-        self.action_space = spaces.Discrete(8)
+        self.action_space = spaces.Discrete(9)
         self.episode = -1
         self.t = 0
         self.seed_value = -1
@@ -64,12 +65,18 @@ class ScriptEnv(gym.Env):
             self.t = int(options["t"])
         return self._obs(), {"reset_episode": self.episode}
 
+    def fail_with_timeout(self) -> None:
+        """Raise a TimeoutError of the env's own (also action ``TIMEOUT``)."""
+        raise TimeoutError(f"the env's own timeout (env {self.offset})")
+
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         action = int(action)
         if action == RAISE:
             raise ScriptFault(f"env {self.offset} raised in step")
         if action == INTERRUPT:
             raise KeyboardInterrupt
+        if action == TIMEOUT:
+            self.fail_with_timeout()
         if action == SLOW:
             time.sleep(self.slow)
         self.t += 1

@@ -41,6 +41,7 @@ from tests.envs_failure import (
     STEP,
     TERMINATE,
     TERMINATE_BAD_RESET,
+    TIMEOUT,
     ScriptFault,
     expected_obs,
     make,
@@ -626,3 +627,81 @@ def test_from_gymnasium_finishes_a_step_whose_reset_of_finished_envs_raised(mode
     obs, _, dones, _ = venv.step(actions(STEP, STEP))
     np.testing.assert_array_equal(dones, [False, False])
     np.testing.assert_array_equal(obs, [expected_obs(0, 1, 1), expected_obs(1, 0, 2)])
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_then_a_call_then_step_still_returns_the_interrupted_step(built):
+    """A call between the interrupted step and the next one (here get_attr) collects the workers' step replies
+    instead of dropping them; the next step returns that step."""
+    venv = vecenv.SubprocVecEnv(script_fns(2, slow=1.0), n_workers=2)
+    built.append(venv)
+    venv.reset()
+    timer = _interrupt_main_after(0.3)
+    with pytest.raises(KeyboardInterrupt):
+        venv.step(actions(SLOW, SLOW))
+    timer.join()
+    assert venv.get_attr("steps_taken") == [1, 1]
+    obs, _, _, _ = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(obs, [expected_obs(0, 0, 1), expected_obs(1, 0, 1)])
+    assert steps_taken(venv) == [1, 1]
+
+
+@pytest.mark.timeout(60)
+def test_partial_batches_restart_a_dead_worker_within_the_budget(built):
+    """send() to a dead worker and a worker that dies before recv(): both are restarted (max_restarts=2); the
+    envs sent come back from recv() with the restart report."""
+    venv = vecenv.SubprocVecEnv(script_fns(4, slow=2.0), n_workers=2, max_restarts=2)
+    built.append(venv)
+    venv.async_reset()
+    venv.recv()
+    _kill(venv, 0)
+    with pytest.warns(RuntimeWarning, match=r"restarting the worker of envs \[0, 1\]"):
+        venv.send(actions(STEP, STEP), [0, 1])
+    venv.send(actions(SLOW, SLOW), [2, 3])  # still stepping when it is killed
+    _kill(venv, 1)
+    got: dict[int, tuple[np.ndarray, bool, dict]] = {}
+    with pytest.warns(RuntimeWarning, match=r"restarting the worker of envs \[2, 3\]"):
+        while len(got) < 4:
+            obs, _, dones, infos, env_ids = venv.recv()
+            got.update({int(i): (o, bool(d), info) for i, o, d, info in zip(env_ids, obs, dones, infos, strict=True)})
+    assert venv.restarts == 2
+    for i in range(4):
+        row, done, info = got[i]
+        assert done and info["vecenv.restarted"]
+        np.testing.assert_array_equal(row, expected_obs(i, 0, 0))
+    venv.send(actions(STEP, STEP, STEP, STEP), [0, 1, 2, 3])
+    obs, _, dones, _, env_ids = venv.recv()
+    assert env_ids.tolist() == [0, 1, 2, 3] and not dones.any()
+    np.testing.assert_array_equal(obs, [expected_obs(i, 0, 1) for i in range(4)])
+
+
+@pytest.mark.timeout(60)
+def test_async_reset_restarts_a_dead_worker_with_the_seeds(built):
+    venv = vecenv.SubprocVecEnv(script_fns(2), n_workers=2, max_restarts=1)
+    built.append(venv)
+    venv.reset()
+    _kill(venv, 1)
+    venv.seed(10)
+    with pytest.warns(RuntimeWarning, match=r"restarting the worker of envs \[1\]"):
+        venv.async_reset()
+    obs, rewards, dones, _infos, env_ids = venv.recv()
+    assert env_ids.tolist() == [0, 1] and not dones.any() and rewards.tolist() == [0.0, 0.0]
+    np.testing.assert_array_equal(obs, [expected_obs(0, 1, 0, seed=10), expected_obs(1, 0, 0, seed=11)])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("where", ["env_method", "step"])
+def test_an_envs_own_timeout_error_is_not_a_dead_worker(where, built):
+    """An env raising TimeoutError itself, from a live worker, is the env's error: no restart, same worker."""
+    venv = vecenv.SubprocVecEnv(script_fns(2), n_workers=1, max_restarts=3)
+    built.append(venv)
+    venv.reset()
+    pid = venv.processes[0].pid
+    with pytest.raises(TimeoutError, match="the env's own timeout"):
+        if where == "env_method":
+            venv.env_method("fail_with_timeout", indices=[1])
+        else:
+            venv.step(actions(STEP, TIMEOUT))
+    assert venv.restarts == 0 and venv.processes[0].pid == pid
+    obs, _, _, _ = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(obs[1], expected_obs(1, 0, 1))
