@@ -12,6 +12,7 @@ import fcntl
 import math
 import multiprocessing as mp
 import os
+import re
 import select
 import shutil
 import struct
@@ -44,6 +45,8 @@ SUMMARY_KEYS = [
     "episode_length_max",
 ]
 STAT_KEYS = SUMMARY_KEYS[6:]
+#: Lines printed after SUMMARY_KEYS, in this order, by the options that write or read files or check the run.
+OPTION_KEYS = ["monitor", "normalize", "video", "check_nan"]
 TIMEOUT = 60
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 
@@ -55,20 +58,26 @@ def _vecenv_exe() -> str:
     return exe
 
 
-def _run_script(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
+def _run_script(
+    *args: str, module: bool = False, cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "vecenv", *args] if module else [_vecenv_exe(), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, check=False, cwd=cwd, env=env)
 
 
 def _parse_summary(stdout: str) -> dict[str, str]:
-    """Parse the ``key: value`` lines; every stdout line must be one, keys in the documented order."""
+    """Parse the ``key: value`` lines; every stdout line must be one, keys in the documented order (the lines
+    of options, OPTION_KEYS, last)."""
     summary: dict[str, str] = {}
     for line in stdout.splitlines():
         key, sep, value = line.partition(":")
         assert sep, f"not a 'key: value' line: {line!r}"
         assert key == key.strip() and key, f"bad key in {line!r}"
         summary[key] = value.strip()
-    assert list(summary) == SUMMARY_KEYS
+    keys = list(summary)
+    assert keys[: len(SUMMARY_KEYS)] == SUMMARY_KEYS
+    extra = keys[len(SUMMARY_KEYS) :]
+    assert extra == [key for key in OPTION_KEYS if key in extra], keys
     return summary
 
 
@@ -138,15 +147,20 @@ def _run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str,
     return code, out, err
 
 
-def _assert_one_line_error(code: int, out: str, err: str) -> str:
-    """A user error: exit status 2, nothing on stdout, exactly one ``vecenv: error:`` line on stderr."""
-    assert code == 2
+def _assert_one_line_error(code: int, out: str, err: str, command: str = "run") -> str:
+    """A user error: exit status 2, nothing on stdout, exactly one ``vecenv <command>: error:`` line on stderr."""
+    assert code == 2, err
     assert out == ""
     assert "Traceback" not in err
     lines = err.splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("vecenv: error: ")
+    assert lines[0].startswith(f"vecenv {command}: error: "), err
     return lines[0]
+
+
+def _script_error(result: subprocess.CompletedProcess[str], command: str = "run") -> str:
+    """The one error line of a console-script run that failed with a user error (exit 2, no traceback)."""
+    return _assert_one_line_error(result.returncode, result.stdout, result.stderr, command)
 
 
 # ---------------------------------------------------------------------------------------------- console script
@@ -546,15 +560,15 @@ def test_plot_writes_png(capsys, tmp_path):
 
 def test_plot_without_monitor_files_is_a_user_error(capsys, tmp_path):
     """``vecenv plot`` on a folder with no monitor file: one error line, exit 2."""
-    line = _assert_one_line_error(*_run_main(capsys, "plot", str(tmp_path)))
-    assert "monitor" in line
+    line = _assert_one_line_error(*_run_main(capsys, "plot", str(tmp_path)), command="plot")
+    assert "MONITOR_DIR_OR_CSV" in line and "a folder without *monitor.csv files" in line
 
 
 def test_plot_without_plot_extra_names_the_extra(capsys, tmp_path, monkeypatch):
     """Without pandas/matplotlib, ``vecenv plot`` says which extra to install and exits 2."""
     for module in ("pandas", "matplotlib", "matplotlib.figure"):
         monkeypatch.setitem(sys.modules, module, None)  # makes ``import module`` raise ImportError
-    line = _assert_one_line_error(*_run_main(capsys, "plot", str(tmp_path)))
+    line = _assert_one_line_error(*_run_main(capsys, "plot", str(tmp_path)), command="plot")
     assert "vecenv[plot]" in line
 
 
@@ -594,9 +608,9 @@ def test_run_video_without_rgb_array_is_a_user_error(capsys, tmp_path):
         capsys, "run", "CartPole-v1", "-n", "2", "--steps", "10", "-b", "dummy",
         "--video", str(tmp_path), "--env-kwargs", '{"render_mode": null}',
     )  # fmt: skip
-    assert code == 2
-    assert "Traceback" not in err
-    assert any(line.startswith("vecenv: error:") and "rgb_array" in line for line in err.splitlines())
+    line = _assert_one_line_error(code, "", err)
+    assert "argument --video" in line and "rgb_array" in line and "render_mode=None" in line
+    assert os.listdir(tmp_path) == []  # refused before the folder is written to
 
 
 def test_run_check_nan_passes_clean_env(capsys):
@@ -653,15 +667,6 @@ def test_run_parent_envs(capsys):
     assert "--parent-envs 3 must be below --num-envs 3" in line
 
 
-def test_save_normalize_into_missing_folder_fails_before_running(capsys, tmp_path):
-    """``--save-normalize`` into a folder that does not exist: one error line before any env is stepped."""
-    line = _assert_one_line_error(
-        *_run_main(capsys, "run", "-n", "2", "--steps", "10", "-b", "dummy",
-                   "--save-normalize", str(tmp_path / "missing" / "n.npz"))
-    )  # fmt: skip
-    assert "does not exist" in line
-
-
 def test_missing_render_dependency_is_a_user_error(capsys, tmp_path, monkeypatch):
     """A render dependency missing at run time (pygame for --video): one error line naming it, exit 2."""
     from gymnasium.envs.classic_control import cartpole
@@ -676,3 +681,230 @@ def test_missing_render_dependency_is_a_user_error(capsys, tmp_path, monkeypatch
         *_run_main(capsys, "run", "-n", "2", "--steps", "10", "-b", "dummy", "--video", str(tmp_path))
     )
     assert "pygame" in line
+
+
+# --- user errors, output paths and summary lines, through the console script -------------------------------
+
+
+def test_console_script_monitor_folder_cannot_be_created(tmp_path):
+    """``--monitor DIR`` under a regular file: exit 2, one line naming the option, the path and the file."""
+    (tmp_path / "afile").write_text("")
+    result = _run_script("run", "-n", "2", "--steps", "10", "-b", "dummy", "--monitor", "afile/mon", cwd=tmp_path)
+    line = _script_error(result)
+    assert "argument --monitor: expected a folder that exists or can be created" in line
+    assert "'afile/mon'" in line and "'afile' is a file, not a folder" in line
+
+
+@pytest.mark.parametrize(
+    ("given", "received"), [("missing.npz", "which does not exist"), ("folder", "which is a folder")]
+)
+def test_console_script_load_normalize_missing_file_or_folder(tmp_path, given, received):
+    """``--load-normalize`` with a missing file or with a folder: one line naming the option, what it expects
+    and the path, before any env starts."""
+    (tmp_path / "folder").mkdir()
+    result = _run_script("run", "Pendulum-v1", "-n", "2", "--steps", "8", "--load-normalize", given, cwd=tmp_path)
+    line = _script_error(result)
+    assert line == (
+        "vecenv run: error: argument --load-normalize: expected a statistics file saved by --save-normalize "
+        f"(VecNormalize.save), got {given!r}, {received}"
+    )
+
+
+def test_console_script_plot_missing_path(tmp_path):
+    """``vecenv plot`` on a path that does not exist says so (and what it expects)."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    line = _script_error(_run_script("plot", "runs/nothing", cwd=tmp_path), "plot")
+    assert "argument MONITOR_DIR_OR_CSV: expected a folder of *monitor.csv files" in line
+    assert line.endswith("got 'runs/nothing', which does not exist")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (bytes(range(128, 256)) * 4, "is not utf-8 text"),
+        (b"name,score\nada,3\n", "its first line should be '#' followed by a JSON header"),
+        (b'#{"t_start": 1.0}\nname,score\nada,3\n', "missing ['l', 'r', 't']"),
+        (b'#{"t_start": 1.0}\n', "expected CSV rows under the columns r,l,t"),
+    ],
+    ids=["binary", "unrelated-text", "other-columns", "header-only"],
+)
+def test_console_script_plot_not_a_monitor_csv(tmp_path, content, problem):
+    """``vecenv plot`` on a file that is not a monitor CSV: says what a monitor CSV is, and what is wrong."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    (tmp_path / "data.csv").write_bytes(content)
+    line = _script_error(_run_script("plot", "data.csv", cwd=tmp_path), "plot")
+    assert line.startswith(
+        "vecenv plot: error: argument MONITOR_DIR_OR_CSV: expected a monitor CSV written by vecenv's or SB3's "
+        "Monitor (a '#{...}' JSON header line, then the columns r,l,t); got 'data.csv': "
+    )
+    assert problem in line
+    assert os.listdir(tmp_path) == ["data.csv"]  # no image written
+
+
+@pytest.mark.parametrize("command", ["run", "plot", "bench"])
+def test_console_script_unknown_option_shows_the_command_usage(command):
+    """An unknown option of a sub-command: that sub-command's usage and error line, exit 2."""
+    args = {"run": ["run", "CartPole-v1", "--bogus"], "plot": ["plot", "x", "--bogus"], "bench": ["bench", "--bogus"]}
+    result = _run_script(*args[command])
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"usage: vecenv {command} ")
+    assert "usage: vecenv [-h]" not in result.stderr
+    assert result.stderr.splitlines()[-1] == f"vecenv {command}: error: unrecognized arguments: --bogus"
+
+
+def test_console_script_output_paths_create_missing_folders(tmp_path):
+    """The rule of every output option: missing folders are created (--monitor, --save-normalize, --video,
+    plot -o); the summary names the files written."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    result = _run_script(
+        "run", "-n", "2", "--steps", "40", "-b", "dummy", "--monitor", "a/mon", "--save-normalize", "b/c/n.npz",
+        "--video", "d/vid", "--video-length", "3", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    summary = _parse_summary(result.stdout)
+    assert sorted(os.listdir(tmp_path / "a" / "mon")) == ["0.monitor.csv", "1.monitor.csv"]
+    assert (tmp_path / "b" / "c" / "n.npz").is_file()
+    assert os.listdir(tmp_path / "d" / "vid") == ["rl-video-step-0-to-step-3.mp4"]
+    assert summary["monitor"] == "2 files, a/mon/{0..1}.monitor.csv"
+    assert summary["normalize"] == "on, statistics saved to b/c/n.npz"
+    assert summary["video"] == "d/vid/rl-video-step-0-to-step-3.mp4"
+    result = _run_script("plot", "a/mon", "-o", "e/f/curve.png", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "wrote e/f/curve.png\n"
+    assert (tmp_path / "e" / "f" / "curve.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "problem"),
+    [
+        (["run", "--monitor", "afile/x"], "--monitor", "'afile' is a file, not a folder"),
+        (["run", "--monitor", "afile"], "--monitor", "which is an existing file"),
+        (["run", "--save-normalize", "afile/x/n.npz"], "--save-normalize", "'afile' is a file, not a folder"),
+        (["run", "--save-normalize", "adir"], "--save-normalize", "which is an existing folder"),
+        (["run", "--video", "afile/v"], "--video", "'afile' is a file, not a folder"),
+        (["run", "--video", "afile"], "--video", "which is an existing file"),
+        (["plot", "adir/0.monitor.csv", "-o", "afile/p.png"], "-o/--output", "'afile' is a file, not a folder"),
+        (["plot", "adir/0.monitor.csv", "-o", "adir"], "-o/--output", "which is an existing folder"),
+        (["bench", "--quick", "--output-dir", "afile/out"], "--output-dir/-o", "'afile' is a file, not a folder"),
+        (["bench", "--quick", "--output-dir", "afile"], "--output-dir/-o", "which is an existing file"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "-".join(value).replace("/", "_"),
+)
+def test_console_script_output_path_refused(tmp_path, args, option, problem):
+    """An output path whose folder cannot be created, or a folder where a file is expected (or the reverse):
+    exit 2 with one line naming the option, before anything is written or run."""
+    if args[0] in ("plot", "bench"):
+        pytest.importorskip("pandas")
+        pytest.importorskip("matplotlib")
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "adir" / "0.monitor.csv").write_text('#{"t_start": 1.0, "env_id": "x"}\nr,l,t\n1.0,1,0.5\n')
+    extra = ["-n", "2", "--steps", "10", "-b", "dummy", "--monitor", "new/mon"] if args[0] == "run" else []
+    if "--monitor" in args:
+        extra = extra[:-2]
+    result = _run_script(*args, *extra, cwd=tmp_path)
+    line = _script_error(result, args[0])
+    assert line.startswith(f"vecenv {args[0]}: error: argument {option}: expected ")
+    assert problem in line
+    assert sorted(os.listdir(tmp_path)) == ["adir", "afile"]  # nothing created, not even the other output folders
+    assert os.listdir(tmp_path / "adir") == ["0.monitor.csv"]
+
+
+def test_console_script_n_workers_above_num_envs():
+    """``--n-workers`` above ``--num-envs``: said once on stderr; the summary shows the workers actually used."""
+    result = _run_script("run", "CartPole-v1", "-n", "2", "--steps", "20", "--n-workers", "5")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "vecenv run: --n-workers 5 is more than --num-envs 2; using 2 workers\n"
+    summary = _parse_summary(result.stdout)
+    assert summary["backend"] == f"subproc ({DEFAULT_START_METHOD}, 2 workers)"
+    result = _run_script("run", "CartPole-v1", "-n", "3", "--steps", "30", "--n-workers", "4", "--parent-envs", "1")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "vecenv run: --n-workers 4 is more than the 2 envs in worker processes (--num-envs 3, --parent-envs 1); "
+        "using 2 workers\n"
+    )
+    assert (
+        _parse_summary(result.stdout)["backend"]
+        == f"subproc ({DEFAULT_START_METHOD}, 2 workers, 1 envs in this process)"
+    )
+
+
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+def test_console_script_video_prints_only_its_own_output(tmp_path, backend):
+    """A ``--video`` run without a desktop session (no XDG_RUNTIME_DIR, no SDL driver chosen): nothing from SDL
+    on stderr, in this process or in the worker processes."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "SDL_VIDEODRIVER", "SDL_AUDIODRIVER")}
+    result = _run_script(
+        "run", "-n", "2", "--steps", "10", "-b", backend, "--video", "vid", "--video-length", "3", cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert "XDG_RUNTIME_DIR" not in result.stderr
+    assert result.stderr == ""
+    assert _parse_summary(result.stdout)["video"] == "vid/rl-video-step-0-to-step-3.mp4"
+
+
+def test_video_sdl_drivers_only_when_not_set(capsys, tmp_path, monkeypatch):
+    """SDL's dummy drivers are set for the run only when the user did not choose drivers, and removed after."""
+    import vecenv.cli
+
+    seen: list[tuple[str | None, str | None]] = []
+    monkeypatch.setattr(
+        vecenv.cli,
+        "_run",
+        lambda args: seen.append((os.environ.get("SDL_VIDEODRIVER"), os.environ.get("SDL_AUDIODRIVER"))) or 0,
+    )
+    monkeypatch.delenv("SDL_VIDEODRIVER", raising=False)
+    monkeypatch.setenv("SDL_AUDIODRIVER", "pulse")
+    args = ["run", "-n", "2", "--steps", "10", "-b", "dummy"]
+    assert main([*args, "--video", str(tmp_path)]) == 0
+    assert main(args) == 0
+    assert seen == [("dummy", "pulse"), (None, "pulse")]
+    assert "SDL_VIDEODRIVER" not in os.environ and os.environ["SDL_AUDIODRIVER"] == "pulse"
+
+
+def test_console_script_summary_names_loaded_and_saved_files(tmp_path):
+    """The summary says where normalization statistics were loaded from and saved to, and that NaN checking
+    was on."""
+    args = ("run", "Pendulum-v1", "-n", "2", "--steps", "20", "-b", "dummy")
+    result = _run_script(*args, "--normalize", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert _parse_summary(result.stdout)["normalize"] == "on"
+    result = _run_script(*args, "--save-normalize", "n.npz", "--check-nan", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = _parse_summary(result.stdout)
+    assert summary["normalize"] == "on, statistics saved to n.npz"
+    assert summary["check_nan"] == "on, no NaN or infinity found"
+    result = _run_script(*args, "--load-normalize", "n.npz", "--save-normalize", "m.npz", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = _parse_summary(result.stdout)
+    assert summary["normalize"] == "on, statistics loaded from n.npz and saved to m.npz"
+    assert "check_nan" not in summary and "video" not in summary and "monitor" not in summary
+    assert sorted(os.listdir(tmp_path)) == ["m.npz", "n.npz"]
+
+
+@pytest.mark.parametrize(("workloads", "cpu_line"), [("cpu", True), ("cartpole", False)])
+def test_console_script_bench_report_cpu_iterations(tmp_path, workloads, cpu_line):
+    """``vecenv bench``'s report gives the calibrated busy-loop iterations of the cpu workload when it runs,
+    and no ``None`` when it does not."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    result = _run_script(
+        "bench", "--quick", "-w", workloads, "-b", "plain", "-n", "1", "--in-process", "--output-dir", "out",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    report = (tmp_path / "out" / "bench.md").read_text(encoding="utf-8")
+    settings = next(line for line in report.splitlines() if line.startswith("Settings:"))
+    assert "None" not in settings
+    match = re.search(r"cpu workload (\d+) busy-loop iterations per step \(~200 us\)", settings)
+    assert (match is not None) == cpu_line, settings
+    if match:
+        assert int(match.group(1)) >= 1

@@ -1,13 +1,20 @@
 """The ``vecenv`` command (also ``python -m vecenv``).
 
 ``vecenv run`` steps a registered Gymnasium env with random actions through a vector env and prints a
-summary. User errors (unknown env id, bad option value, missing optional dependency) print one line
-``vecenv: error: ...`` and exit with status 2.
+summary; ``vecenv plot`` draws a learning curve from monitor files; ``vecenv bench`` is in
+:mod:`vecenv.bench.cli`. User errors (unknown env id, bad option value or path, missing optional
+dependency) print one line ``vecenv <command>: error: ...`` naming the argument, what was expected and
+what was given, and exit with status 2, without a traceback.
+
+Output paths follow one rule: missing folders are created (the folder of an output file, or an output
+folder and its parents); a path is refused, before anything runs, when that folder cannot be created or
+written to, when an output file is an existing folder, or when an output folder is an existing file.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import math
@@ -15,7 +22,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +37,23 @@ BACKENDS = ("dummy", "subproc")
 
 class UsageError(Exception):
     """A problem with the user's input: printed as one line, exit status 2."""
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """The parser of a sub-command: an unknown option is reported with the sub-command's own usage.
+
+    (A sub-parser of plain argparse hands unknown options to the top-level parser, which reports them
+    with the usage of ``vecenv`` itself.)
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        assert parsed is not None
+        return parsed, extras
 
 
 def _positive_int(text: str) -> int:
@@ -68,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``vecenv`` command."""
     parser = argparse.ArgumentParser(prog="vecenv", description="Fast, robust vectorized RL environments.")
     parser.add_argument("--version", action="version", version=f"vecenv {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
     run = sub.add_parser(
         "run",
         help="step a Gymnasium env with random actions through a vector env and print a summary",
@@ -121,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         metavar="W",
-        help="worker processes for the subproc backend (default: one per CPU core, at most N)",
+        help="worker processes for the subproc backend (default: one per CPU core); at most the envs in workers, "
+        "N - K (more is said on stderr and N - K are used)",
     )
     run.add_argument(
         "--parent-envs",
@@ -135,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--monitor",
         metavar="DIR",
         default=None,
-        help="write one SB3-format monitor CSV per env into DIR (make_vec_env(monitor_dir=DIR))",
+        help="write one SB3-format monitor CSV per env into DIR (make_vec_env(monitor_dir=DIR); created if missing)",
     )
     run.add_argument(
         "--normalize", action="store_true", help="wrap the envs in VecNormalize (observations and rewards)"
@@ -144,19 +169,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--save-normalize",
         metavar="PATH",
         default=None,
-        help="save the VecNormalize statistics to PATH after the run (implies --normalize)",
+        help="save the VecNormalize statistics to PATH after the run (implies --normalize; its folder is created "
+        "if missing)",
     )
     run.add_argument(
         "--load-normalize",
         metavar="PATH",
         default=None,
-        help="start from VecNormalize statistics saved in PATH (implies --normalize)",
+        help="start from VecNormalize statistics saved in PATH by --save-normalize (implies --normalize)",
     )
     run.add_argument(
         "--video",
         metavar="DIR",
         default=None,
-        help="record a video of the first --video-length steps into DIR (VecVideoRecorder, MP4 via OpenCV)",
+        help="record a video of the first --video-length steps into DIR (VecVideoRecorder, MP4 via OpenCV; "
+        "created if missing)",
     )
     run.add_argument(
         "--video-length",
@@ -168,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--check-nan", action="store_true", help="raise at the first NaN/inf in actions, observations or rewards"
     )
-    run.set_defaults(handler=cmd_run)
+    run.set_defaults(handler=cmd_run, prog=run.prog)
 
     plot = sub.add_parser(
         "plot",
@@ -182,13 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         default=None,
         metavar="FILE",
-        help="image to write (default: monitor.png in the folder, or the CSV's name with .png)",
+        help="image to write, format from the extension; its folder is created if missing (default: monitor.png "
+        "in the folder, or the CSV's name with .png)",
     )
     plot.add_argument(
         "--window", type=_positive_int, default=100, metavar="N", help="rolling-mean window (default: %(default)s)"
     )
     plot.add_argument("--title", default=None, help="figure title")
-    plot.set_defaults(handler=cmd_plot)
+    plot.set_defaults(handler=cmd_plot, prog=plot.prog)
 
     from vecenv.bench.cli import add_bench_parser  # light: imports pandas/matplotlib only when run
 
@@ -239,53 +267,229 @@ def _summary_lines(values: dict[str, Any]) -> list[str]:
     return [f"{key + ':':<{width + 1}} {value}" for key, value in values.items()]
 
 
-def _wrap_for_run(venv: Any, args: argparse.Namespace) -> Any:
-    """Apply the wrappers ``vecenv run``'s options ask for (video recorder inside, NaN check outermost)."""
+# --- paths ----------------------------------------------------------------------------------------------
+
+
+def _nearest_existing(path: str) -> str:
+    """``path`` itself if it exists, else its nearest ancestor that exists (``.`` for a relative path)."""
+    path = os.path.normpath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path) or os.curdir
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def check_output_path(option: str, path: str, *, folder: bool) -> None:
+    """Refuse an output path that cannot be written, before anything runs.
+
+    The rule of every output option: missing folders are created when the output is written (the output
+    folder itself for ``folder=True``, else the folder of the output file), so the path is refused only
+    when that folder cannot be created or written to, or when the path is an existing file where a folder
+    is expected (or an existing folder where a file is expected).
+
+    :param option: the option's name, as argparse shows it (e.g. ``"--monitor"``).
+    :param path: the path given.
+    :param folder: whether the output is a folder (else a file).
+    :raises UsageError: naming the option, what was expected and the path.
+    """
+    if folder:
+        expected = "a folder that exists or can be created"
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise UsageError(f"argument {option}: expected {expected}, got {path!r}, which is an existing file")
+        target = path
+    else:
+        expected = "a file path whose folder exists or can be created"
+        if os.path.isdir(path):
+            raise UsageError(f"argument {option}: expected {expected}, got {path!r}, which is an existing folder")
+        target = os.path.dirname(path) or os.curdir
+    existing = _nearest_existing(target)
+    if not os.path.isdir(existing):
+        raise UsageError(f"argument {option}: expected {expected}, got {path!r}: {existing!r} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"argument {option}: expected {expected}, got {path!r}: no permission to write in the folder {existing!r}"
+        )
+
+
+def make_output_folder(option: str, folder: str) -> None:
+    """Create ``folder`` and its missing parents for ``option``; an :class:`OSError` becomes a :class:`UsageError`."""
+    try:
+        os.makedirs(folder or os.curdir, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"argument {option}: cannot create the folder {folder!r}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def _headless_rendering() -> Iterator[None]:
+    """Render with SDL's dummy video and audio drivers, unless the user chose drivers (``SDL_*DRIVER``).
+
+    pygame (which draws Gymnasium's classic-control and Box2D envs) initializes SDL's video subsystem even
+    for ``rgb_array`` frames; without a desktop session SDL's Wayland driver then prints ``error:
+    XDG_RUNTIME_DIR is invalid or not set in the environment.`` once per rendering process, and audio
+    initialization prints ALSA errors. ``rgb_array`` frames need neither a display nor sound. The
+    variables are set in this process before the envs and their worker processes start (which inherit
+    them), and removed afterwards.
+    """
+    added = [name for name in ("SDL_VIDEODRIVER", "SDL_AUDIODRIVER") if name not in os.environ]
+    for name in added:
+        os.environ[name] = "dummy"
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+# --- vecenv run -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Wrapped:
+    """The vector env of a run with its wrappers, and the wrappers the summary reports on."""
+
+    venv: Any
+    normalize: Any = None
+    recorder: Any = None
+
+
+def _wrap_for_run(venv: Any, args: argparse.Namespace) -> _Wrapped:
+    """Apply the wrappers ``vecenv run``'s options ask for (video recorder inside, NaN check outermost).
+
+    :raises UsageError: if ``--load-normalize`` or ``--video`` cannot be applied (``venv`` is then not closed).
+    """
     from vecenv.wrappers.vec_check_nan import VecCheckNan
     from vecenv.wrappers.vec_normalize import VecNormalize
     from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
+    wrapped = _Wrapped(venv)
     if args.load_normalize is not None:
-        venv = VecNormalize.load(args.load_normalize, venv)
+        try:
+            wrapped.normalize = VecNormalize.load(args.load_normalize, venv)
+        except (ValueError, OSError) as exc:  # NormalizationFileError is a ValueError
+            detail = str(exc) if args.load_normalize in str(exc) else f"cannot load {args.load_normalize!r}: {exc}"
+            raise UsageError(f"argument --load-normalize: {detail}") from None
     elif args.normalize or args.save_normalize is not None:
-        venv = VecNormalize(venv)
+        wrapped.normalize = VecNormalize(venv)
+    if wrapped.normalize is not None:
+        venv = wrapped.normalize
     if args.video is not None:
-        venv = VecVideoRecorder(
-            venv, args.video, record_video_trigger=lambda step: step == 0, video_length=args.video_length
-        )
+        try:
+            venv = wrapped.recorder = VecVideoRecorder(
+                venv, args.video, record_video_trigger=lambda step: step == 0, video_length=args.video_length
+            )
+        except (ValueError, OSError) as exc:
+            raise UsageError(f"argument --video: {exc}") from None
     if args.check_nan:
         # outermost: bad actions are caught before the envs or the recorder see them
         venv = VecCheckNan(venv, raise_exception=True)
-    return venv
+    wrapped.venv = venv
+    return wrapped
+
+
+def _check_run_args(args: argparse.Namespace) -> None:
+    """Checks of ``vecenv run``'s options that need no env: done before anything starts.
+
+    :raises UsageError: for a bad combination of options or a path that cannot be used.
+    """
+    n = args.num_envs
+    if args.backend == "subproc" and args.parent_envs >= n:
+        raise UsageError(
+            f"--parent-envs {args.parent_envs} must be below --num-envs {n}: at least one env runs in a worker "
+            "process (--backend dummy steps every env in this process)"
+        )
+    if args.load_normalize is not None:
+        expected = "a statistics file saved by --save-normalize (VecNormalize.save)"
+        if not os.path.exists(args.load_normalize):
+            raise UsageError(
+                f"argument --load-normalize: expected {expected}, got {args.load_normalize!r}, which does not exist"
+            )
+        if os.path.isdir(args.load_normalize):
+            raise UsageError(
+                f"argument --load-normalize: expected {expected}, got {args.load_normalize!r}, which is a folder"
+            )
+    render_mode = (args.env_kwargs or {}).get("render_mode", "rgb_array")
+    if args.video is not None and render_mode != "rgb_array":
+        raise UsageError(
+            f"argument --video: needs envs that render rgb_array frames, got --env-kwargs render_mode={render_mode!r}"
+            " (leave render_mode out: rgb_array is the default)"
+        )
+    if args.monitor is not None:
+        check_output_path("--monitor", args.monitor, folder=True)
+    if args.save_normalize is not None:
+        check_output_path("--save-normalize", args.save_normalize, folder=False)
+    if args.video is not None:
+        check_output_path("--video", args.video, folder=True)
+
+
+def _warn(args: argparse.Namespace, message: str) -> None:
+    print(f"{args.prog}: {message}", file=sys.stderr)
+
+
+def _brace_range(folder: str, n: int) -> str:
+    """``"4 files, DIR/{0..3}.monitor.csv"``: the monitor files of ``n`` envs in ``folder``."""
+    if n == 1:
+        return f"1 file, {os.path.join(folder, '0.monitor.csv')}"
+    return f"{n} files, {os.path.join(folder, '{0..' + str(n - 1) + '}.monitor.csv')}"
+
+
+def _option_summary(args: argparse.Namespace, n: int, video_paths: list[str]) -> dict[str, str]:
+    """The summary lines of the options that write or read files, or check the run."""
+    lines: dict[str, str] = {}
+    if args.monitor is not None:
+        lines["monitor"] = _brace_range(args.monitor, n)
+    if args.normalize or args.load_normalize is not None or args.save_normalize is not None:
+        done = []
+        if args.load_normalize is not None:
+            done.append(f"loaded from {args.load_normalize}")
+        if args.save_normalize is not None:
+            done.append(f"saved to {args.save_normalize}")
+        lines["normalize"] = "on" + (f", statistics {' and '.join(done)}" if done else "")
+    if args.video is not None:
+        lines["video"] = ", ".join(video_paths) if video_paths else "no video written"
+    if args.check_nan:
+        lines["check_nan"] = "on, no NaN or infinity found"
+    return lines
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``vecenv run``: build the vector env with :func:`~vecenv.make_vec_env`, step it, print a summary."""
+    _check_env_id(args.env_id)
+    _check_run_args(args)
+    n = args.num_envs
+    if args.backend == "subproc" and args.n_workers is not None and args.n_workers > n - args.parent_envs:
+        in_workers = n - args.parent_envs
+        limit = (
+            f"the {in_workers} envs in worker processes (--num-envs {n}, --parent-envs {args.parent_envs})"
+            if args.parent_envs
+            else f"--num-envs {n}"
+        )
+        _warn(args, f"--n-workers {args.n_workers} is more than {limit}; using {in_workers} workers")
+    if args.video is None:
+        return _run(args)
+    with _headless_rendering():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from vecenv.env_util import make_vec_env
     from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
-    from vecenv.wrappers.vec_normalize import unwrap_vec_normalize
 
-    _check_env_id(args.env_id)
     n = args.num_envs
     iterations = math.ceil(args.steps / n)
     vec_env_kwargs: dict[str, Any] = {}
-    if args.backend == "subproc" and args.start_method is not None:
-        vec_env_kwargs["start_method"] = args.start_method
-    if args.backend == "subproc" and args.n_workers is not None:
-        vec_env_kwargs["n_workers"] = args.n_workers
-    if args.backend == "subproc" and args.parent_envs:
-        if args.parent_envs >= n:
-            raise UsageError(
-                f"--parent-envs {args.parent_envs} must be below --num-envs {n}: at least one env runs in a worker "
-                "process (--backend dummy steps every env in this process)"
-            )
-        vec_env_kwargs["parent_envs"] = args.parent_envs
-    if args.save_normalize is not None:
-        folder = os.path.dirname(os.path.abspath(args.save_normalize))
-        if not os.path.isdir(folder):
-            raise UsageError(f"--save-normalize {args.save_normalize!r}: folder {folder!r} does not exist")
+    if args.backend == "subproc":
+        if args.start_method is not None:
+            vec_env_kwargs["start_method"] = args.start_method
+        if args.n_workers is not None:
+            vec_env_kwargs["n_workers"] = args.n_workers
+        if args.parent_envs:
+            vec_env_kwargs["parent_envs"] = args.parent_envs
+    if args.monitor is not None:
+        make_output_folder("--monitor", args.monitor)
     vec_env_cls = SubprocVecEnv if args.backend == "subproc" else DummyVecEnv
     try:
         venv = make_vec_env(
@@ -303,11 +507,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         given = f" with --env-kwargs {json.dumps(args.env_kwargs)}" if args.env_kwargs else ""
         raise UsageError(f"cannot create {args.env_id}{given}: {exc}") from None
     try:
-        venv = _wrap_for_run(venv, args)
-    except (ValueError, OSError) as exc:  # NormalizationFileError is a ValueError
+        wrapped = _wrap_for_run(venv, args)
+    except UsageError:
         venv.close()
-        raise UsageError(str(exc)) from None
-    normalize = unwrap_vec_normalize(venv)
+        raise
+    venv, normalize = wrapped.venv, wrapped.normalize
     try:
         actions = gym.vector.utils.batch_space(venv.action_space, n)
         actions.seed(args.seed)
@@ -323,13 +527,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         wall = time.perf_counter() - start
         if args.save_normalize is not None:
             assert normalize is not None
+            make_output_folder("--save-normalize", os.path.dirname(args.save_normalize))
             try:
                 normalize.save(args.save_normalize)
             except OSError as exc:
-                raise UsageError(f"cannot save --save-normalize {args.save_normalize!r}: {exc}") from None
+                raise UsageError(
+                    f"argument --save-normalize: cannot save to {args.save_normalize!r}: {exc.strerror or exc}"
+                ) from None
     finally:
         venv.close()
 
+    video_paths = []
+    recorder = wrapped.recorder
+    if recorder is not None and recorder.video_path is not None and os.path.exists(recorder.video_path):
+        video_paths.append(os.path.join(args.video, recorder.video_name))
     base = venv.unwrapped
     backend = args.backend
     if isinstance(base, SubprocVecEnv):
@@ -351,43 +562,78 @@ def cmd_run(args: argparse.Namespace) -> int:
             summary[f"episode_{name}_max"] = f"{values[int(np.argmax(values))]:{fmt}}"
         else:
             summary[f"episode_{name}_mean"] = summary[f"episode_{name}_min"] = summary[f"episode_{name}_max"] = "n/a"
+    summary |= _option_summary(args, n, video_paths)
     print("\n".join(_summary_lines(summary)))
     return 0
 
 
+# --- vecenv plot ----------------------------------------------------------------------------------------
+
+#: What ``vecenv plot`` reads.
+MONITOR_CSV = "a monitor CSV written by vecenv's or SB3's Monitor (a '#{...}' JSON header line, then the columns r,l,t)"
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     """``vecenv plot``: learning curve from monitor files, saved as an image."""
-    from vecenv.monitor import LoadMonitorResultsError, MissingExtraError
+    from vecenv.monitor import LoadMonitorResultsError, MissingExtraError, get_monitor_files, import_optional
     from vecenv.plotting import plot_results
 
-    output = args.output
-    if output is None:
-        output = (
-            os.path.join(args.path, "monitor.png")
-            if os.path.isdir(args.path)
-            else os.path.splitext(args.path)[0] + ".png"
-        )
     try:
-        plot_results(args.path, output=output, window=args.window, title=args.title)
+        import_optional("pandas", "load_results")
+        import_optional("matplotlib.figure", "plot_results")
     except MissingExtraError as exc:
         raise UsageError(str(exc)) from None
-    except (LoadMonitorResultsError, ValueError, OSError) as exc:
-        raise UsageError(f"cannot plot {args.path!r}: {exc}") from None
+    path = args.path
+    expected = f"a folder of *monitor.csv files (e.g. a vecenv run --monitor folder) or {MONITOR_CSV}"
+    if not os.path.exists(path):
+        raise UsageError(f"argument MONITOR_DIR_OR_CSV: expected {expected}; got {path!r}, which does not exist")
+    if os.path.isdir(path) and not get_monitor_files(path):
+        raise UsageError(
+            f"argument MONITOR_DIR_OR_CSV: expected {expected}; got {path!r}, a folder without *monitor.csv files"
+        )
+    output = args.output
+    if output is None:
+        output = os.path.join(path, "monitor.png") if os.path.isdir(path) else os.path.splitext(path)[0] + ".png"
+    check_output_path("-o/--output", output, folder=False)
+    _check_image_format(output)
+    try:
+        plot_results(path, output=output, window=args.window, title=args.title)
+    except LoadMonitorResultsError as exc:
+        raise UsageError(f"argument MONITOR_DIR_OR_CSV: expected {MONITOR_CSV}; got {path!r}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"argument -o/--output: cannot write {output!r}: {exc.strerror or exc}") from None
     print(f"wrote {output}")
     return 0
+
+
+def _check_image_format(output: str) -> None:
+    """Refuse an output file whose extension is not an image format of matplotlib (PNG without extension)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    extension = os.path.splitext(output)[1].lstrip(".").lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if extension and extension not in formats:
+        raise UsageError(
+            f"argument -o/--output: expected an image file name ending in one of "
+            f"{', '.join('.' + name for name in sorted(formats))}, got {output!r}"
+        )
+
+
+# --- main -----------------------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``vecenv`` command; return the exit status (2 for user errors)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    prefix = f"{getattr(args, 'prog', parser.prog)}: error:"
     try:
         return int(args.handler(args))
     except UsageError as exc:
-        print(f"vecenv: error: {exc}", file=sys.stderr)
+        print(f"{prefix} {exc}", file=sys.stderr)
         return EXIT_USAGE
     except gym.error.DependencyNotInstalled as exc:  # e.g. pygame for rendering frames with --video
-        print(f"vecenv: error: an optional dependency is not installed: {exc}", file=sys.stderr)
+        print(f"{prefix} an optional dependency is not installed: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("vecenv: interrupted", file=sys.stderr)

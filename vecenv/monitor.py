@@ -298,7 +298,12 @@ def get_monitor_files(path: str | os.PathLike[str]) -> list[str]:
 def _read_monitor_file(pandas: Any, file_name: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """Parse one monitor file into its JSON header and its rows (``t`` made absolute)."""
     with open(file_name) as file_handler:
-        first_line = file_handler.readline()
+        try:
+            first_line = file_handler.readline()
+        except UnicodeDecodeError as exc:
+            raise LoadMonitorResultsError(
+                f"{file_name} is not a monitor file: it is not {exc.encoding} text (a binary file?)"
+            ) from exc
         if not first_line.startswith("#"):
             raise LoadMonitorResultsError(
                 f"{file_name} is not a monitor file: its first line should be '#' followed by a JSON header "
@@ -312,7 +317,16 @@ def _read_monitor_file(pandas: Any, file_name: str) -> tuple[dict[str, Any], pd.
                 f"{file_name}: the header line must be '#' followed by a JSON object with a numeric 't_start', "
                 f"got {first_line[:80]!r}"
             ) from exc
-        data_frame = pandas.read_csv(file_handler, index_col=None)
+        try:
+            data_frame = pandas.read_csv(file_handler, index_col=None)
+        except UnicodeDecodeError as exc:
+            raise LoadMonitorResultsError(
+                f"{file_name} is not a monitor file: after its header line, it is not {exc.encoding} text"
+            ) from exc
+        except (pandas.errors.EmptyDataError, pandas.errors.ParserError) as exc:
+            raise LoadMonitorResultsError(
+                f"{file_name}: after the header line, expected CSV rows under the columns r,l,t: {exc}"
+            ) from exc
     missing = {"r", "l", "t"} - set(data_frame.columns)
     if missing:
         raise LoadMonitorResultsError(

@@ -1,9 +1,10 @@
 """The ``vecenv bench`` command (also ``python benchmarks/run_bench.py`` and ``python -m vecenv.bench``).
 
 :func:`add_bench_parser` adds the ``bench`` sub-command to the ``vecenv`` parser and :func:`cmd_bench` runs
-it; :func:`main` is a stand-alone entry point with the same options. Missing pandas / matplotlib print
-one line ``vecenv: error: ...`` naming the ``bench`` extra and exit with status 2; the exit status is 1
-when a case failed, else 0.
+it; :func:`main` is a stand-alone entry point with the same options. User errors (missing pandas /
+matplotlib, an unknown backend, an ``--output-dir`` that cannot be created) print one line
+``vecenv bench: error: ...`` and exit with status 2, before any case runs; the exit status is 1 when a
+case failed, else 0.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vecenv.bench.workloads import WORKLOADS
-from vecenv.cli import _positive_int
+from vecenv.cli import UsageError, _positive_int, check_output_path
 
 __all__ = ["add_arguments", "add_bench_parser", "build_parser", "cmd_bench", "main"]
 
@@ -32,10 +33,6 @@ Stable-Baselines3's and Gymnasium's vector envs and a plain in-process loop, on 
 step). Prints a Markdown table and writes bench.json, bench.md and bench.png to the output directory.
 Each case runs in a fresh Python process. SB3 backends need stable-baselines3 and torch, and are
 skipped (with a note) without them."""
-
-
-class _UsageError(Exception):
-    pass
 
 
 def _csv(convert: Any, what: str) -> Any:
@@ -130,7 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         default=DEFAULT_OUTPUT_DIR,
         metavar="DIR",
-        help="where to write bench.json, bench.md and bench.png (default: %(default)s)",
+        help="where to write bench.json, bench.md and bench.png; created if missing (default: %(default)s)",
     )
     parser.add_argument("--quick", action="store_true", help="tiny settings (N=1,4, short repeats), for smoke tests")
     parser.add_argument(
@@ -161,7 +158,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run every case in this process instead of a fresh process per case (faster, less isolated)",
     )
     parser.add_argument("--list-backends", action="store_true", help="list the backends and whether they can run")
-    parser.set_defaults(handler=cmd_bench)
+    parser.set_defaults(handler=cmd_bench, prog=parser.prog)
 
 
 def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -218,7 +215,7 @@ def _config(args: argparse.Namespace) -> Any:
                     from vecenv.bench.runner import default_backend_names
 
                     known = ", ".join(default_backend_names(args.n_workers))
-                    raise _UsageError(
+                    raise UsageError(
                         f"unknown backend {name!r}: choose from {known}, vecenv-subproc-w<K>, or all"
                     ) from None
     return BenchConfig(
@@ -243,21 +240,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """
     from vecenv.bench.report import BenchDependencyError, require
 
+    prefix = f"{getattr(args, 'prog', 'vecenv bench')}: error:"
     if args.list_backends:
         return _list_backends(args.n_workers)
     try:
         require("pandas")
         require("matplotlib")
         config = _config(args)
-    except (BenchDependencyError, _UsageError) as exc:
-        print(f"vecenv: error: {exc}", file=sys.stderr)
+        check_output_path("--output-dir/-o", args.output_dir, folder=True)
+    except (BenchDependencyError, UsageError) as exc:
+        print(f"{prefix} {exc}", file=sys.stderr)
         return EXIT_USAGE
 
     from vecenv.bench.report import write_outputs
     from vecenv.bench.runner import run_benchmark
 
     run = run_benchmark(config)
-    outputs = write_outputs(run, args.output_dir)
+    try:
+        outputs = write_outputs(run, args.output_dir)
+    except OSError as exc:
+        print(
+            f"{prefix} argument --output-dir/-o: cannot write to {args.output_dir!r}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     print(outputs["table"])
     print()
     print(outputs["targets_table"])

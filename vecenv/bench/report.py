@@ -384,7 +384,7 @@ def check_targets(df: Any) -> list[TargetResult]:
             _ratio_target(df, "image", 16, backend, "gym-async", 5),
         )
     ]
-    # vecenv.gymnasium.AsyncVectorEnv must beat Gymnasium's own AsyncVectorEnv (issue #7)
+    # vecenv.gymnasium.AsyncVectorEnv must beat Gymnasium's own AsyncVectorEnv
     results.extend(
         _ratio_target(df, workload, 16, "vecenv-gym-async", "gym-async", 1) for workload in ("cartpole", "image", "cpu")
     )
@@ -512,14 +512,17 @@ def report_markdown(run: BenchRun, df: Any, targets: Sequence[TargetResult]) -> 
     """The whole report as Markdown: machine, settings, results table, targets, notes."""
     s = run.settings
     load = f"load average {run.machine.get('load_average_start')} -> {run.machine.get('load_average_end')}"
+    # calibrated by run_benchmark only when the cpu workload runs (None otherwise)
+    cpu = s.get("cpu_iterations")
+    cpu_text = f"cpu workload {cpu} busy-loop iterations per step (~{s['cpu_us']:g} us); " if cpu is not None else ""
     lines = [
         "# vecenv benchmark",
         "",
         f"Machine: {machine_summary(run.machine)}; {load}.",
         "",
         f"Settings: {s['repeats']} repeats of ~{s['seconds']} s per case (median reported), warm-up "
-        f"{s['warmup_seconds']} s; cpu workload {s['cpu_iterations']} busy-loop iterations per step "
-        f"(~{s['cpu_us']:g} us); {'one fresh process per case' if s['isolate'] else 'all cases in one process'}"
+        f"{s['warmup_seconds']} s; {cpu_text}"
+        f"{'one fresh process per case' if s['isolate'] else 'all cases in one process'}"
         f"; forkserver preload {'on' if s['preload'] else 'off'}; run took {run.wall_s:.0f} s.",
         "",
         markdown_table(df),
