@@ -1,4 +1,4 @@
-"""VecNormalize and VecFrameStack compose in either order (issue: wrappers compose), on both backends.
+"""VecNormalize and VecFrameStack compose in either order, on both backends.
 
 Normalization statistics are frozen (``training=False`` with set mean/var), so normalizing is a fixed
 elementwise map ``f``; the expectations are built with numpy from an unwrapped venv stepped with the

@@ -1,4 +1,4 @@
-"""Fault injection and shutdown matrix (issue #6, "Reliability").
+"""Fault injection and shutdown matrix (the guarantees of docs/reliability.md).
 
 Extends tests/test_errors.py (which covers: raise in step / reset / env_method / get_attr / __init__ on
 every backend with one env per worker, SIGKILL of an idle worker and of a worker hung in step,

@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) over random spaces and random action sequences (issue #6).
+"""Property-based tests (hypothesis) over random spaces and random action sequences.
 
 1. Shared memory and batch buffers: for random spaces (Box of every fixed-size dtype and random shapes,
    scalar and empty ones included; Discrete with a start; MultiDiscrete; MultiBinary; Dict and Tuple

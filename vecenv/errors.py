@@ -33,7 +33,11 @@ class ClosedVecEnvError(VecEnvError, gym_error.ClosedEnvironmentError):
 
 
 class AlreadyPendingCallError(VecEnvError, gym_error.AlreadyPendingCallError):
-    """``step_async`` was called while an earlier ``step_async`` had not been collected by ``step_wait``.
+    """A call that needs the envs idle was made while a step or partial batches were still pending.
+
+    For example ``step_async`` (or ``get_attr``, ``env_method``, ...) before ``step_wait`` collected the
+    previous ``step_async``, ``step_async`` while partial batches are in flight, or ``send`` to an env whose
+    worker is still stepping envs sent earlier (the message says which, and what to call first).
 
     Also a :class:`gymnasium.error.AlreadyPendingCallError` (``name``: the pending call, as Gymnasium's).
     """
@@ -43,7 +47,7 @@ class AlreadyPendingCallError(VecEnvError, gym_error.AlreadyPendingCallError):
 
 
 class NoAsyncCallError(VecEnvError, gym_error.NoAsyncCallError):
-    """``step_wait`` was called without a preceding ``step_async``.
+    """``step_wait`` was called without a pending ``step_async``, or ``recv`` with nothing in flight.
 
     Also a :class:`gymnasium.error.NoAsyncCallError` (``name``: the call that was expected, as Gymnasium's).
     """
