@@ -1100,7 +1100,7 @@ class DummyVecEnv(WorkerVecEnv):
         self.metadata = self.envs[0].metadata
 
     # the one group steps in the calling thread: step_async / step_wait call it directly, without going
-    # through the worker interface (7 us less per step, 0.4 us per env-step at 16 CartPoles)
+    # through the worker interface (less work per step: docs/performance.md)
 
     def step_async(self, actions: np.ndarray) -> None:
         """Check and record the actions; the envs step in :meth:`step_wait` (as in SB3's DummyVecEnv).
@@ -1205,8 +1205,8 @@ class SubprocVecEnv(WorkerVecEnv):
         in ``step_wait``, while the worker processes step the rest (default 0: every env in a worker). The
         calling process otherwise sleeps through the step, so on a machine with as many cores as worker
         processes this uses its core and saves one wake-up per step: e.g. on 2 cores ``n_workers=1,
-        parent_envs=num_envs // 2`` stepped 64 CartPoles 1.07-1.16x faster than the default (see
-        docs/performance.md). The parent's envs are not isolated: their exceptions are raised as from
+        parent_envs=num_envs // 2`` (measurements in docs/performance.md). The parent's envs are not
+        isolated: their exceptions are raised as from
         :class:`DummyVecEnv`, ``step_timeout``, ``reset_timeout`` and ``max_restarts`` do not cover them, and
         a crash or hang in one of them is the caller's. ``n_workers=None`` then means one worker process per
         core minus one. Must be below ``len(env_fns)``.

@@ -5,8 +5,8 @@ rewards, dones and actions live in a :class:`~vecenv.shared_memory.SharedBatch` 
 the group writes its rows in place, so a step costs one small message each way per worker.
 
 Channels: requests travel through one one-way pipe, replies through another (waking a process blocked on a
-pipe is cheaper than on the Unix socket a duplex ``multiprocessing.Pipe()`` is: 5-25% more env-steps/s on 64
-CartPoles, see docs/performance.md); a socket pair serves once, to pass the shared block's file descriptor.
+pipe is cheaper than on the Unix socket a duplex ``multiprocessing.Pipe()`` is; measurements in
+docs/performance.md); a socket pair serves once, to pass the shared block's file descriptor.
 Messages use ``multiprocessing.Connection``'s framing (a 4-byte length, then the bytes), read with
 :func:`read_message`, which gets a 1-byte message in a single ``read(2)``.
 
