@@ -145,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         metavar="W",
-        help="worker processes for the subproc backend (default: one per CPU core); at most the envs in workers, "
-        "N - K (more is said on stderr and N - K are used)",
+        help="worker processes for the subproc backend (default: one per CPU core); a W above the N - K envs in "
+        "workers is said on stderr, and N - K are used",
     )
     run.add_argument(
         "--parent-envs",
