@@ -908,3 +908,19 @@ def test_console_script_bench_report_cpu_iterations(tmp_path, workloads, cpu_lin
     assert (match is not None) == cpu_line, settings
     if match:
         assert int(match.group(1)) >= 1
+
+
+@pytest.mark.parametrize("command", ["", "run", "plot", "bench"])
+def test_docs_cli_shows_the_real_usage(command):
+    """docs/cli.md pastes each command's ``--help``; its usage part (up to the first blank line, whitespace
+    aside, since argparse wraps it to the terminal) is the one the command prints."""
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "cli.md")
+    with open(docs, encoding="utf-8") as handle:
+        page = handle.read()
+    shown = f"$ vecenv {command} --help\n" if command else "$ vecenv --help\n"
+    assert shown in page
+    documented = page.split(shown, 1)[1].split("\n\n", 1)[0]
+    result = _run_script(*([command] if command else []), "--help", env={**os.environ, "COLUMNS": "80"})
+    assert result.returncode == 0
+    actual = result.stdout.split("\n\n", 1)[0]
+    assert " ".join(documented.split()) == " ".join(actual.split())
