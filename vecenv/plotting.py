@@ -1,4 +1,4 @@
-"""Learning curves from monitor CSV files (needs the ``plot`` extra: ``pip install "vecenv[plot]"``).
+"""Learning curves from monitor CSV files (needs the ``plot`` extra: pandas and matplotlib; see README.md).
 
 pandas and matplotlib are imported when :func:`plot_results` is called, never when this module is
 imported. The figure is drawn on matplotlib's ``Agg`` canvas without touching ``pyplot``, so it needs no
@@ -48,7 +48,7 @@ def plot_results(
     :return: the matplotlib ``Figure`` (not registered with pyplot; show it in a notebook by evaluating it).
     :raises ValueError: if ``window`` is not a positive integer.
     :raises LoadMonitorResultsError: if no monitor file is found under ``path`` or one is malformed.
-    :raises MissingExtraError: if pandas or matplotlib is not installed (``pip install "vecenv[plot]"``).
+    :raises MissingExtraError: if pandas or matplotlib (the ``plot`` extra) is not installed.
     """
     if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 1:
         raise ValueError(f"window must be a positive number of episodes, got {window!r}")
