@@ -782,3 +782,79 @@ def test_random_failures_never_lose_or_repeat_a_step(kind, data, built):
         _check_script(venv, script, resets)
     finally:
         venv.close()
+
+
+# --- 6. a worker that dies beside a busy one -------------------------------------------------------------------
+
+
+def _dead_beside_busy_fns(dying: int, fault: str, busy: dict[str, Any]) -> list[Callable[[], gym.Env]]:
+    """Four envs in two workers ([0, 1] and [2, 3]): env ``2 * dying`` ends its worker with ``fault`` in the
+    second step (a moment after the step began); env ``2 * (1 - dying)`` does ``busy`` in that step."""
+    fns = [functools.partial(make_fault_env, i) for i in range(4)]
+    fns[2 * dying] = functools.partial(make_fault_env, 2 * dying, where="step", fault=fault, at=2, delay=0.3)
+    fns[2 * (1 - dying)] = functools.partial(make_fault_env, 2 * (1 - dying), **busy)
+    return fns
+
+
+def _assert_all_ended(venv: vecenv.SubprocVecEnv) -> None:
+    processes = list(venv.processes)
+    venv.close()
+    assert all(not process.is_alive() and process.exitcode is not None for process in processes)
+
+
+@pytest.mark.timeout(60)  # the busy env hangs forever: waiting for its reply first would time the test out
+@pytest.mark.parametrize("dying", [0, 1])
+@pytest.mark.parametrize(
+    ("start_method", "fault"),
+    [*((method, "sigkill") for method in START_METHODS), (DEFAULT_START_METHOD, "exit"), ("fork", "segfault")],
+)
+def test_a_worker_that_dies_beside_a_hung_one_raises_at_once(start_method, fault, dying, built):
+    if start_method not in START_METHODS:
+        pytest.skip(f"start method {start_method} is not available")
+    fns = _dead_beside_busy_fns(dying, fault, {"where": "step", "fault": "hang", "at": 2})
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2, start_method=start_method)
+    built.append(venv)
+    venv.reset()
+    venv.step(np.zeros(4, dtype=np.int64))
+    dead_envs = [2 * dying, 2 * dying + 1]
+    with pytest.raises(WorkerDiedError, match=rf"running envs \{dead_envs}"):
+        venv.step(np.zeros(4, dtype=np.int64))
+    assert venv.processes[dying].exitcode is not None  # the other worker is still inside its step
+    assert venv.processes[1 - dying].is_alive()
+    _assert_all_ended(venv)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("dying", [0, 1])
+def test_a_worker_that_dies_beside_a_slow_one_is_restarted_and_the_step_completes(dying, built):
+    fns = _dead_beside_busy_fns(dying, "sigkill", {"slow_step": 2, "slow_sleep": 1.0})
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2, max_restarts=1, start_method=DEFAULT_START_METHOD)
+    built.append(venv)
+    venv.reset()
+    venv.step(np.ones(4, dtype=np.int64))
+    with pytest.warns(RuntimeWarning, match=rf"restarting the worker of envs \[{2 * dying}, {2 * dying + 1}\]"):
+        obs, rewards, dones, infos = venv.step(np.ones(4, dtype=np.int64))
+    dead, alive = [2 * dying, 2 * dying + 1], [2 * (1 - dying), 2 * (1 - dying) + 1]
+    np.testing.assert_array_equal(dones[dead], [True, True])
+    assert all(infos[i]["vecenv.restarted"] for i in dead)
+    np.testing.assert_array_equal(obs[dead], [[i, 0, 0] for i in dead])  # new envs, first episode
+    np.testing.assert_array_equal(dones[alive], [False, False])
+    np.testing.assert_array_equal(obs[alive], [[i, 0, 2] for i in alive])
+    np.testing.assert_array_equal(rewards[alive], [3.0, 3.0])  # action 1 + t 2
+    _assert_all_ended(venv)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("dying", [0, 1])
+def test_gymnasium_async_vector_env_raises_for_a_worker_dead_beside_a_hung_one(dying):
+    fns = _dead_beside_busy_fns(dying, "sigkill", {"where": "step", "fault": "hang", "at": 2})
+    envs = vgym.AsyncVectorEnv(fns, n_workers=2, context=DEFAULT_START_METHOD)
+    processes = list(envs.processes)
+    try:
+        envs.reset(seed=0)
+        envs.step(np.zeros(4, dtype=np.int64))
+        with pytest.raises(WorkerDiedError, match=rf"running envs \[{2 * dying}, {2 * dying + 1}\]"):
+            envs.step(np.zeros(4, dtype=np.int64))
+    finally:
+        envs.close(terminate=True)
+    assert all(not process.is_alive() for process in processes)

@@ -146,6 +146,9 @@ class EnvGroup:
     ) -> None:
         self.env_indices = list(env_indices)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
+        #: call envs' ``reset`` as Gymnasium's vector envs do (``seed=`` and ``options=`` always) instead of as
+        #: SB3's do (``options=`` only when set); set by the RESET requests of the vector env (see :meth:`reset`)
+        self.gymnasium_resets = False
         self.envs: list[gym.Env] = []
         try:
             for env_fn, env_index in zip(env_fns, self.env_indices, strict=True):
@@ -414,16 +417,25 @@ class EnvGroup:
             self._row_dtype = None  # no array is of dtype None: every observation takes the writer
         return self._rows
 
-    def _reset_one(self, j: int, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    def _reset_one(
+        self, j: int, seed: int | None, options: dict[str, Any] | None, explicit: bool = False
+    ) -> tuple[Any, dict[str, Any]]:
         """Reset env ``j`` with ``seed`` / ``options``, else its pending ones, which are consumed (either way) once
-        the reset succeeded: a reset that raised leaves them for the next one."""
+        the reset succeeded: a reset that raised leaves them for the next one.
+
+        The call follows the caller's library. An automatic reset with nothing pending is ``env.reset()`` (as SB3's
+        and Gymnasium's vector envs make it). A reset the caller asked for (``explicit``), or one with a pending
+        seed / options, is SB3's ``env.reset(seed=seed)`` plus ``options=`` only when there are options, or, once
+        :attr:`gymnasium_resets` is set, Gymnasium's ``env.reset(seed=seed, options=options)`` with both keywords
+        always passed (None when not given).
+        """
         if seed is None:
             seed = self.pending_seeds[j]
         if not options:
             options = self.pending_options[j]
-        if options:
-            result = self.envs[j].reset(seed=seed, options=options)
-        elif seed is not None:
+        if options or (self.gymnasium_resets and (explicit or seed is not None)):
+            result = self.envs[j].reset(seed=seed, options=options or None)
+        elif explicit or seed is not None:
             result = self.envs[j].reset(seed=seed)
         else:
             result = self.envs[j].reset()
@@ -434,16 +446,19 @@ class EnvGroup:
     def reset(self, payload: tuple[Any, ...]) -> list[dict[str, Any]]:
         """Reset envs, env ``j`` with ``seed=seeds[j]`` and ``options=options[j]`` (or its pending ones).
 
-        :param payload: ``(seeds, options)`` or ``(seeds, options, indices)``: one seed (or None) and one
-            options dict (empty: none) per env of the group; ``indices`` (local) limits the reset to those
-            envs (Gymnasium's ``reset_mask``), None resets all.
+        :param payload: ``(seeds, options)``, ``(seeds, options, indices)`` or ``(seeds, options, indices,
+            gymnasium_resets)``: one seed (or None) and one options dict (empty: none) per env of the group;
+            ``indices`` (local) limits the reset to those envs (Gymnasium's ``reset_mask``), None resets all;
+            ``gymnasium_resets`` sets :attr:`gymnasium_resets` (how envs' ``reset`` is called from now on).
         :return: the reset infos of all envs (also stored in :attr:`reset_infos`).
         """
         seeds, options = payload[0], payload[1]
         indices = payload[2] if len(payload) > 2 and payload[2] is not None else range(len(self.envs))
+        if len(payload) > 3:
+            self.gymnasium_resets = bool(payload[3])
         for j in indices:
             try:
-                obs, self.reset_infos[j] = self._reset_one(j, seeds[j], options[j])
+                obs, self.reset_infos[j] = self._reset_one(j, seeds[j], options[j], explicit=True)
                 self.needs_reset[j] = False
                 self._unfinished.pop(j, None)
                 self.dones[j] = self.terminations[j] = self.truncations[j] = False

@@ -53,6 +53,7 @@ class _GymDummyVecEnv(DummyVecEnv):
 
     rewards_dtype = np.float64
     nested_spaces = True
+    gymnasium_resets = True
 
 
 class _GymSubprocVecEnv(SubprocVecEnv):
@@ -60,6 +61,7 @@ class _GymSubprocVecEnv(SubprocVecEnv):
 
     rewards_dtype = np.float64
     nested_spaces = True
+    gymnasium_resets = True
 
 
 # --- observation spaces: "same", "different" or (batched, single) ---------------------------------------

@@ -157,6 +157,30 @@ def make_action_writer(action_space: spaces.Space) -> Callable[[Any, int, Any], 
     return write
 
 
+def fits_action_buffer(buffer: Any, actions: Any, n: int) -> bool:
+    """Whether a batch of ``n`` actions can travel through an action batch buffer unchanged: arrays (in the
+    buffer's dict / tuple layout, same keys) with exactly the buffer's dtype and row shape, ``n`` rows each.
+
+    Envs must receive the caller's rows as they are (SB3 and Gymnasium hand each env ``actions[i]``); any other
+    batch (another dtype, an axis of length 1 more or less, a list) travels pickled instead.
+    """
+    if type(buffer) is np.ndarray:
+        return type(actions) is np.ndarray and actions.dtype == buffer.dtype and actions.shape == (n, *buffer.shape[1:])
+    if isinstance(buffer, dict):
+        return (
+            isinstance(actions, Mapping)
+            and actions.keys() == buffer.keys()
+            and all(fits_action_buffer(sub, actions[key], n) for key, sub in buffer.items())
+        )
+    if isinstance(buffer, tuple):
+        return (
+            type(actions) is tuple
+            and len(actions) == len(buffer)
+            and all(fits_action_buffer(sub, part, n) for sub, part in zip(buffer, actions, strict=True))
+        )
+    return False
+
+
 def write_actions(action_space: spaces.Space, buffer: Any, actions: Any) -> None:
     """Store a batch of ``num_envs`` actions (any layout :func:`split_actions` accepts) into an action batch buffer.
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import math
 import multiprocessing as mp
 import os
+import select
 import time
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import wait as mp_wait
 from operator import methodcaller
 from typing import Any
@@ -36,6 +38,7 @@ from vecenv.spaces import (
     buffer_as_obs_dict,
     check_for_nested_spaces,
     create_batch_buffer,
+    fits_action_buffer,
     make_action_writer,
     make_actions_checker,
     num_actions,
@@ -62,20 +65,67 @@ class AsyncState(enum.Enum):
 _SHARED_STEP = (None, None)
 
 
-def _call_all(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
-    """``fn(item)`` for every item even if some fail (so every worker's reply is drained), then raise the
-    first error.
+def _ready_order(workers: Sequence[Worker]) -> Iterator[int]:
+    """The positions ``0..len(workers)-1`` in the order the workers' replies become ready to collect.
 
-    KeyboardInterrupt and SystemExit propagate at once; replies left unread are discarded by the
-    workers before their next request.
+    Workers that never block (in-process, or nothing pending) come first, in order; then each worker process as
+    its reply arrives or its process ends, so a worker that died is seen at once even while another one is still
+    inside a long env step. When nothing arrives before the earliest reply deadline (``step_timeout`` /
+    ``reset_timeout``), the first worker still waited for comes next: its ``recv`` enforces the timeout.
     """
-    results: list[Any] = []
+    waiting: dict[int, tuple[int, ...]] = {}
+    for k, worker in enumerate(workers):
+        fds = worker.wait_handles() if worker.pending is not None else None
+        if fds is None:
+            yield k
+        else:
+            waiting[k] = fds
+    if len(waiting) < 2:
+        yield from waiting
+        return
+    poller = select.poll()
+    owner: dict[int, int] = {}
+    for k, fds in waiting.items():
+        for fd in fds:
+            poller.register(fd, _POLLIN)
+            owner[fd] = k
+    deadlines = [d for d in (workers[k].reply_deadline for k in waiting) if d is not None]
+    while len(waiting) > 1:
+        timeout = None if not deadlines else max(0, int((min(deadlines) - time.monotonic()) * 1000) + 1)
+        ready = poller.poll(timeout)
+        if not ready:  # the earliest deadline passed: that worker's recv times out now
+            late = min(waiting, key=lambda k: workers[k].reply_deadline or math.inf)
+            ready = [(waiting[late][0], 0)]
+        for fd, _ in ready:
+            k = owner[fd]
+            fds = waiting.pop(k, None)
+            if fds is not None:
+                for other in fds:
+                    poller.unregister(other)
+                yield k
+    yield from waiting
+
+
+_POLLIN = select.POLLIN
+
+
+def _call_all(fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker]) -> list[Any]:
+    """``fn(item)`` for every item, in the order their workers' replies arrive (``workers[k]`` answers
+    ``items[k]``), even if some fail (so every worker's reply is drained), then raise the first error; results
+    are in the order of ``items``.
+
+    A :class:`~vecenv.errors.WorkerDiedError` propagates at once, without waiting for the other workers (one
+    of them may be stuck in a long env step): their replies are collected or discarded by the next request.
+    So do KeyboardInterrupt and SystemExit.
+    """
+    results: list[Any] = [None] * len(items)
     first_error: BaseException | None = None
-    for item in items:
+    for k in _ready_order(workers):
         try:
-            results.append(fn(item))
+            results[k] = fn(items[k])
+        except WorkerDiedError:
+            raise
         except Exception as exc:
-            results.append(None)
             first_error = first_error or exc
     if first_error is not None:
         raise first_error
@@ -84,7 +134,7 @@ def _call_all(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
 
 def _gather(workers: Sequence[Worker]) -> list[Any]:
     """``recv()`` from every worker; if some fail, the others are still drained, then the first error is raised."""
-    return _call_all(methodcaller("recv"), workers)
+    return _call_all(methodcaller("recv"), workers, workers)
 
 
 def _checked_batch_size(value: Any, num_envs: int) -> int:
@@ -139,6 +189,12 @@ class WorkerVecEnv(VecEnv):
     rewards_dtype: Any = np.float32
     #: whether nested Dict / Tuple observation spaces are accepted (SB3 refuses them; vecenv.gymnasium not)
     nested_spaces: bool = False
+    #: how envs' ``reset`` is called by :meth:`reset` (and by automatic resets with a pending seed / options):
+    #: False (SB3's vector envs) ``env.reset(seed=seed)``, plus ``options=options`` only when options are set;
+    #: True (Gymnasium's vector envs: vecenv.gymnasium's classes, :func:`vecenv.adapters.to_gymnasium`)
+    #: ``env.reset(seed=seed, options=options)``, both keywords always. Automatic resets with nothing pending
+    #: are ``env.reset()`` either way, as in both libraries.
+    gymnasium_resets: bool = False
 
     def __init__(
         self,
@@ -243,7 +299,9 @@ class WorkerVecEnv(VecEnv):
     # --- stepping -----------------------------------------------------------------------------------
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Start stepping every env; env ``i`` receives ``actions[i]``.
+        """Start stepping every env; env ``i`` receives ``actions[i]``: the caller's row, in the caller's dtype,
+        as SB3's and Gymnasium's vector envs deliver it (shared memory carries the batch when it has the action
+        space's dtype and shape; any other batch travels pickled).
 
         After a step that raised, the envs that had finished stepping in it are not stepped: the step started
         here returns their results from then, and their actions are ignored (see docs/reliability.md).
@@ -256,9 +314,11 @@ class WorkerVecEnv(VecEnv):
             before anything reaches an env (see :func:`vecenv.spaces.make_actions_checker`).
         """
         self._begin_step(actions)
-        if self._action_buffer is not None:
-            write_actions(self.action_space, self._action_buffer, actions)
-        self._send_steps(actions)
+        buffer = self._action_buffer
+        shared = buffer is not None and fits_action_buffer(buffer, actions, self.num_envs)
+        if shared:
+            write_actions(self.action_space, buffer, actions)
+        self._send_steps(actions, shared)
         self.actions = actions
         self._state = AsyncState.WAITING_STEP
 
@@ -294,16 +354,17 @@ class WorkerVecEnv(VecEnv):
         if self._pending_seeds_or_options:
             self._push_pending()
 
-    def _send_steps(self, actions: Any) -> None:
+    def _send_steps(self, actions: Any, shared: bool = False) -> None:
         """Send STEP to the workers: every env, except those holding the result of a step that raised (they are
-        not stepped; :meth:`_collect_steps` returns what they hold)."""
+        not stepped; :meth:`_collect_steps` returns what they hold). ``shared``: the actions are in the shared
+        action buffer (workers that read it get no actions in the request)."""
         space, slices, workers = self.action_space, self._slices, self._workers
         plan = self._plan_around_held() if self._held else None
         self._plan = plan
         try:
             for w, local_ids in self._full_plan if plan is None else plan:
                 worker = workers[w]
-                if worker.reads_shared_actions:
+                if shared and worker.reads_shared_actions:
                     payload: tuple[Any, Any] = _SHARED_STEP if local_ids is None else (None, local_ids)
                 else:
                     start, stop = slices[w]
@@ -340,7 +401,8 @@ class WorkerVecEnv(VecEnv):
         plan = self._plan
         self._received = {}
         try:
-            results = _call_all(self._recv_step, self._all_workers if plan is None else [w for w, _ in plan])
+            stepped = self._all_workers if plan is None else [w for w, _ in plan]
+            results = _call_all(self._recv_step, stepped, [self._workers[w] for w in stepped])
         except BaseException:
             self._hold_received(plan)
             # a worker not waited for yet (KeyboardInterrupt) still steps: collected by the next call
@@ -441,7 +503,7 @@ class WorkerVecEnv(VecEnv):
             w for w, worker in enumerate(self._workers) if worker.pending is Command.STEP and w not in self._in_flight
         ]
         try:
-            _call_all(self._recv_step, waiting)
+            _call_all(self._recv_step, waiting, [self._workers[w] for w in waiting])
         finally:
             self._hold_received(plan)
             self._unsettled = any(
@@ -539,10 +601,11 @@ class WorkerVecEnv(VecEnv):
         for j, info in enumerate(infos):
             self._held[start + j] = info
 
-    def _reset_by_restart(self, w: int, cause: BaseException, payload: tuple[Any, Any, list[int] | None]) -> None:
-        """A RESET ``payload`` ``(seeds, options, local ids)`` met a dead worker: its restart, with those seeds /
-        options, is the reset; envs of the worker outside ``local ids`` report the restart at their next step."""
-        seeds, options, local_ids = payload
+    def _reset_by_restart(self, w: int, cause: BaseException, payload: tuple[Any, Any, list[int] | None, bool]) -> None:
+        """A RESET ``payload`` ``(seeds, options, local ids, gymnasium_resets)`` met a dead worker: its restart,
+        with those seeds / options, is the reset; envs of the worker outside ``local ids`` report the restart at
+        their next step."""
+        seeds, options, local_ids, _ = payload
         self._restart_and_hold(w, cause, seeds, options)
         start, stop = self._slices[w]
         for j in range(stop - start) if local_ids is None else local_ids:
@@ -625,7 +688,7 @@ class WorkerVecEnv(VecEnv):
         try:
             for w, local_ids in requests:
                 start, stop = slices[w]
-                payload = (self._seeds[start:stop], self._options[start:stop], local_ids)
+                payload = (self._seeds[start:stop], self._options[start:stop], local_ids, self.gymnasium_resets)
                 try:
                     workers[w].send(Command.RESET, payload)
                 except WorkerDiedError as exc:
@@ -657,7 +720,7 @@ class WorkerVecEnv(VecEnv):
             start, stop = self._slices[w]
             reset_infos[start:stop] = part_reset_infos
 
-        _call_all(collect, requests)
+        _call_all(collect, requests, [self._workers[w] for w, _, _ in requests])
 
     def _has_pending(self) -> bool:
         return any(seed is not None for seed in self._seeds) or any(self._options)
@@ -705,7 +768,7 @@ class WorkerVecEnv(VecEnv):
                 return
             self._take_pending(*slices[w])
 
-        _call_all(collect, sent)
+        _call_all(collect, sent, [workers[w] for w in sent])
 
     def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
         """Set the seed of each env's NEXT reset, whether :meth:`reset` or an autoreset triggers it.
@@ -753,9 +816,9 @@ class WorkerVecEnv(VecEnv):
         self._forget_results()
         try:
             for w, (worker, (start, stop)) in enumerate(zip(self._workers, self._slices, strict=True)):
-                payload = (self._seeds[start:stop], self._options[start:stop], None)
+                payload = (self._seeds[start:stop], self._options[start:stop], None, self.gymnasium_resets)
                 try:
-                    worker.send(Command.RESET, payload[:2])
+                    worker.send(Command.RESET, payload)
                 except WorkerDiedError as exc:
                     if not self._may_restart():
                         raise
@@ -807,13 +870,15 @@ class WorkerVecEnv(VecEnv):
                 f"the workers running envs {busy} are still stepping envs sent earlier: recv() them before sending"
             )
         per_env = split_actions(space, actions, 0, len(ids))
+        buffer = self._action_buffer
+        shared = buffer is not None and fits_action_buffer(buffer, actions, len(ids))
         # place every action first (a bad one raises before anything is sent), then send
         requests: list[tuple[int, Any, list[int]]] = []
         for w, items in by_worker.items():
             start = self._slices[w][0]
             locals_ = [local for _, local in items]
             group_actions: list[Any] | None = None
-            if self._workers[w].reads_shared_actions:
+            if shared and self._workers[w].reads_shared_actions:
                 for position, local in items:
                     try:
                         self._write_action(self._action_buffer, start + local, per_env[position])
@@ -916,16 +981,31 @@ class WorkerVecEnv(VecEnv):
 
         :return: whether everything was ready in time.
         """
-        handles = []
-        for worker in self._workers:
-            worker_handles = worker.wait_handles()
-            if worker_handles is not None and worker.pending is not None:
-                handles.append(worker_handles)
+        waiting: dict[int, tuple[int, ...]] = {}
+        for w, worker in enumerate(self._workers):
+            fds = worker.wait_handles() if worker.pending is not None else None
+            if fds is not None:
+                waiting[w] = fds
         deadline = None if timeout is None else time.monotonic() + timeout
-        for conn, sentinel in handles:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not mp_wait([conn, sentinel], remaining):
+        poller = select.poll()
+        owner: dict[int, int] = {}
+        for w, fds in waiting.items():
+            for fd in fds:
+                poller.register(fd, select.POLLIN)
+                owner[fd] = w
+        while waiting:
+            remaining = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+            ready = poller.poll(remaining)
+            if not ready:
                 return False
+            for fd, _ in ready:
+                w = owner[fd]
+                if w not in waiting:
+                    continue
+                if fd != waiting[w][0]:  # a process sentinel: a worker died, and collecting raises at once
+                    return True
+                for handle in waiting.pop(w):
+                    poller.unregister(handle)
         return True
 
     def _wait_any(self) -> int:
@@ -1014,7 +1094,7 @@ class WorkerVecEnv(VecEnv):
                 for (position, _), value in zip(items, values, strict=True):
                     results[position] = value
 
-        _call_all(collect, requests)
+        _call_all(collect, requests, [self._workers[w] for w, _, _ in requests])
         return results
 
     def _normalize_indices(self, indices: VecEnvIndices) -> list[int]:
@@ -1285,7 +1365,7 @@ class SubprocVecEnv(WorkerVecEnv):
                 parent = InProcessWorker(env_fns[:parent_envs], range(parent_envs), mode)
                 workers.insert(0, parent)
                 all_spaces.append((parent.group.observation_space, parent.group.action_space))
-            all_spaces += _call_all(methodcaller("handshake"), subprocs)
+            all_spaces += _call_all(methodcaller("handshake"), subprocs, subprocs)
             observation_space, action_space = all_spaces[0]
             for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
                 check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)

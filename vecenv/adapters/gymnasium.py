@@ -154,6 +154,9 @@ class VecEnvToGymnasium(VectorEnv):
         self.metadata = {**getattr(venv, "metadata", {}), "autoreset_mode": AutoresetMode.SAME_STEP}
         self.render_mode = getattr(venv, "render_mode", None)
         self.closed = False
+        base = getattr(venv, "unwrapped", venv)
+        if hasattr(base, "gymnasium_resets"):  # reset the envs as Gymnasium's vector envs do (both keywords)
+            base.gymnasium_resets = True
 
     def _check_open(self, what: str) -> None:
         if self.closed:
@@ -345,7 +348,9 @@ class VecEnvToGymnasium(VectorEnv):
 def to_gymnasium(venv: VecEnv) -> VecEnvToGymnasium:
     """Expose a vecenv vector env as a ``gymnasium.vector.VectorEnv`` (``AutoresetMode.SAME_STEP``).
 
-    :param venv: any vecenv VecEnv: DummyVecEnv, SubprocVecEnv or a VecEnvWrapper stack.
+    :param venv: any vecenv VecEnv: DummyVecEnv, SubprocVecEnv or a VecEnvWrapper stack. From now on its
+        envs are reset as Gymnasium's vector envs reset them: ``env.reset(seed=seed, options=options)``, both
+        keywords always passed (its ``gymnasium_resets`` is set).
     :return: a :class:`VecEnvToGymnasium` that steps ``venv``; closing it closes ``venv``.
     :raises TypeError: if ``venv`` is not a vecenv VecEnv.
 

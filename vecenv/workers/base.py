@@ -56,11 +56,18 @@ class Worker(ABC):
         """
         return None
 
-    def wait_handles(self) -> tuple[Any, ...] | None:
-        """What :func:`multiprocessing.connection.wait` can watch for this worker's reply.
+    def wait_handles(self) -> tuple[int, ...] | None:
+        """File descriptors that become readable when the reply to the last :meth:`send` is ready (the first)
+        or the worker has ended (the others), for :func:`select.poll` / :func:`multiprocessing.connection.wait`.
 
         None if :meth:`recv` never blocks (the in-process worker runs the request when asked).
         """
+        return None
+
+    @property
+    def reply_deadline(self) -> float | None:
+        """When :meth:`recv` stops waiting for the pending reply (a :func:`time.monotonic` value: the request's
+        timeout runs from :meth:`send`), or None if it waits as long as it takes."""
         return None
 
     @abstractmethod

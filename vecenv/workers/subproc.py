@@ -387,6 +387,10 @@ class SubprocWorker(Worker):
         self._shared: tuple[SharedBatch, _SharedFd, bool] | None = None
         self._start_process()
         self._pending: Command | None = None
+        # when recv() gives up on the pending STEP / RESET reply (monotonic seconds; None: never)
+        self._deadline: float | None = None
+        # how the envs' reset is called (EnvGroup.gymnasium_resets), as the last RESET request said
+        self._gymnasium_resets = False
         #: why this worker cannot be used any more (it was killed or died): every later call raises it
         self._lost: str | None = None
         # what the last STEP that raised completed (see take_partial_step)
@@ -453,8 +457,12 @@ class SubprocWorker(Worker):
         if obs_in_shm and shared.terminal_obs is not None:
             self._terminal_obs = shared.terminal_obs[start:stop]
 
-    def wait_handles(self) -> tuple[Any, ...]:
-        return (self.conn, self.process.sentinel)
+    def wait_handles(self) -> tuple[int, ...]:
+        return (self._conn_fd, self.process.sentinel)
+
+    @property
+    def reply_deadline(self) -> float | None:
+        return self._deadline
 
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
         self._buffers = (obs_buffer, rewards, dones, terminations, truncations)
@@ -498,6 +506,8 @@ class SubprocWorker(Worker):
             except Exception:
                 pass
             self._partial = None
+        if command is Command.RESET and len(payload) > 3:
+            self._gymnasium_resets = bool(payload[3])  # a restart resets the new envs the same way
         if command is Command.STEP:
             actions, indices = payload
             self._step_indices = indices
@@ -509,6 +519,10 @@ class SubprocWorker(Worker):
                 data = bytes([STEP_SHARED_PARTIAL]) + _dumps(list(indices))
         else:
             data = bytes([CALL]) + cloudpickle.dumps((command, payload))
+        timeout = (
+            self.step_timeout if command is Command.STEP else self.reset_timeout if command is Command.RESET else None
+        )
+        self._deadline = None if timeout is None else time.monotonic() + timeout
         self._send_bytes(data, command)
         self._pending = command
 
@@ -603,15 +617,14 @@ class SubprocWorker(Worker):
         return infos
 
     def _recv_raw(self, doing: Command | str) -> bytes:
-        timeout = self.step_timeout if self._pending is Command.STEP else None
-        if self._pending is Command.RESET:
-            timeout = self.reset_timeout
+        deadline = self._deadline if self._pending is not None else None
         assert self._poller is not None
-        ready = self._poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
+        ready = self._poller.poll(None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1))
         if not ready:
             self._pending = None
             pid = self.process.pid
             setting = "reset_timeout" if doing is Command.RESET else "step_timeout"
+            timeout = self.reset_timeout if doing is Command.RESET else self.step_timeout
             self.kill(
                 f"The worker process {pid} running envs {self.env_indices} was killed by vecenv during "
                 f"{_label(doing)}: it did not finish within {setting}={timeout} s. It cannot be used again: create "
@@ -690,7 +703,8 @@ class SubprocWorker(Worker):
         if self._shared is not None:
             self.setup_shared(*self._shared)
         n = len(self.env_indices)
-        self.send(Command.RESET, (list(seeds or [None] * n), [o or {} for o in (options or [None] * n)]))
+        seeds_list, options_list = list(seeds or [None] * n), [o or {} for o in (options or [None] * n)]
+        self.send(Command.RESET, (seeds_list, options_list, None, self._gymnasium_resets))
         reset_infos: list[dict[str, Any]] = self.recv()
         return reset_infos
 

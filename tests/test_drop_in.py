@@ -1,0 +1,221 @@
+"""How envs are called: ``reset`` keywords and the actions each env receives, against the peers' own classes.
+
+- ``vecenv.gymnasium``'s classes and ``to_gymnasium`` reset envs as Gymnasium's vector envs do: an explicit
+  reset passes ``seed=`` and ``options=`` always (None when not given), an automatic reset passes nothing.
+- The SB3-style classes reset as SB3's do: ``seed=`` always, ``options=`` only when set; automatic resets
+  pass nothing.
+- Every class gives env ``i`` row ``i`` of the caller's batch in the caller's dtype, as
+  ``gymnasium.vector.SyncVectorEnv`` / ``AsyncVectorEnv`` and SB3's ``DummyVecEnv`` / ``SubprocVecEnv`` do.
+
+Expectations come from Gymnasium's own vector envs stepped with the same calls (recorded by
+:class:`tests.envs_drop_in.RecordingEnv`), and for SB3 from its documented calls (the sb3-marked tests run
+SB3's classes themselves).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+
+import vecenv
+import vecenv.gymnasium as vgym
+from tests.conftest import DEFAULT_START_METHOD
+from tests.envs_drop_in import make_recording, make_required_options, make_sleep
+from vecenv.adapters import to_gymnasium
+
+N = 3
+HAS_SB3 = importlib.util.find_spec("stable_baselines3") is not None
+
+
+def recording_fns(**kwargs: Any) -> list[Callable[[], gym.Env]]:
+    return [functools.partial(make_recording, i, **kwargs) for i in range(N)]
+
+
+#: Gymnasium-API vector envs built by vecenv, each with the peer it must behave like
+GYM_BUILDERS: dict[str, Callable[..., Any]] = {
+    "sync": lambda fns, mode: vgym.SyncVectorEnv(fns, autoreset_mode=mode),
+    "async": lambda fns, mode: vgym.AsyncVectorEnv(fns, autoreset_mode=mode, context=DEFAULT_START_METHOD),
+    "async-one-worker": lambda fns, mode: vgym.AsyncVectorEnv(
+        fns, autoreset_mode=mode, context=DEFAULT_START_METHOD, n_workers=1
+    ),
+    "async-no-shared-memory": lambda fns, mode: vgym.AsyncVectorEnv(
+        fns, autoreset_mode=mode, context=DEFAULT_START_METHOD, shared_memory=False
+    ),
+    "to_gymnasium-dummy": lambda fns, mode: to_gymnasium(vecenv.DummyVecEnv(fns)),
+    "to_gymnasium-subproc": lambda fns, mode: to_gymnasium(
+        vecenv.SubprocVecEnv(fns, n_workers=1, start_method=DEFAULT_START_METHOD)
+    ),
+}
+
+
+def gym_mode(name: str) -> AutoresetMode:
+    return AutoresetMode.SAME_STEP if name.startswith("to_gymnasium") else AutoresetMode.NEXT_STEP
+
+
+def gym_script(envs: Any, batches: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Resets without and with seed / options, then steps through an automatic reset; the envs' records."""
+    try:
+        envs.reset()
+        envs.reset(seed=3)
+        envs.reset(options={"x": 1})
+        envs.reset(seed=[None, 5, None])
+        for batch in batches:
+            envs.step(batch)
+        return list(envs.get_attr("resets_seen")), list(envs.get_attr("actions_seen"))
+    finally:
+        envs.close()
+
+
+def box_batches(dtype: Any) -> list[np.ndarray]:
+    return [np.full((N, 2), 0.25 * (k + 1), dtype=dtype) for k in range(4)]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", list(GYM_BUILDERS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_gymnasium_classes_reset_and_deliver_actions_as_gymnasium(name, dtype):
+    mode = gym_mode(name)
+    batches = box_batches(dtype)
+    expected = gym_script(gym.vector.SyncVectorEnv(recording_fns(), autoreset_mode=mode), batches)
+    assert gym_script(GYM_BUILDERS[name](recording_fns(), mode), batches) == expected
+    # what Gymnasium does, spelled out: both keywords on every reset call, nothing on the automatic one
+    resets, actions = expected
+    assert resets[1] == [
+        ((), {"seed": None, "options": None}),
+        ((), {"seed": 4, "options": None}),
+        ((), {"seed": None, "options": {"x": 1}}),
+        ((), {"seed": 5, "options": None}),
+        ((), {}),
+    ]
+    assert actions[1][0][:2] == ("ndarray", np.dtype(dtype).name)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["sync", "async", "async-no-shared-memory", "to_gymnasium-subproc"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_gymnasium_classes_deliver_discrete_actions_in_the_callers_dtype(name, dtype):
+    fns = recording_fns(action_space=spaces.Discrete(3))
+    batches = [np.array([k % 3, (k + 1) % 3, 2], dtype=dtype) for k in range(4)]
+    mode = gym_mode(name)
+    expected = gym_script(gym.vector.SyncVectorEnv(fns, autoreset_mode=mode), batches)
+    assert gym_script(GYM_BUILDERS[name](fns, mode), batches) == expected
+    assert expected[1][0][0][:2] == (f"{np.dtype(dtype).name}", np.dtype(dtype).name)
+
+
+@pytest.mark.timeout(60)
+def test_gymnasium_async_matches_gymnasiums_async_vector_env():
+    """Gymnasium's AsyncVectorEnv (pickled rows, both reset keywords) is the peer of vecenv's."""
+    batches = box_batches(np.float64)
+    mode = AutoresetMode.NEXT_STEP
+    peer = gym.vector.AsyncVectorEnv(recording_fns(), context=DEFAULT_START_METHOD, autoreset_mode=mode)
+    assert gym_script(GYM_BUILDERS["async"](recording_fns(), mode), batches) == gym_script(peer, batches)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", list(GYM_BUILDERS))
+def test_env_whose_reset_requires_seed_and_options_runs_as_under_gymnasium(name):
+    fns = [make_required_options] * 2
+    mode = gym_mode(name)
+    envs = GYM_BUILDERS[name](fns, mode)
+    try:
+        _, infos = envs.reset(seed=0)
+        assert list(infos["options"]) == [None, None]
+        envs.reset(options={"level": 2})
+        envs.step(np.zeros(2, dtype=np.int64))
+    finally:
+        envs.close()
+
+
+# --- the SB3-style classes -----------------------------------------------------------------------------
+
+
+SB3_BUILDERS: dict[str, Callable[[list[Callable[[], gym.Env]]], vecenv.VecEnv]] = {
+    "dummy": vecenv.DummyVecEnv,
+    "subproc": lambda fns: vecenv.SubprocVecEnv(fns, start_method=DEFAULT_START_METHOD),
+    "subproc-one-worker": lambda fns: vecenv.SubprocVecEnv(fns, n_workers=1, start_method=DEFAULT_START_METHOD),
+    "subproc-no-shared-memory": lambda fns: vecenv.SubprocVecEnv(
+        fns, start_method=DEFAULT_START_METHOD, shared_memory=False
+    ),
+    "parent": lambda fns: vecenv.SubprocVecEnv(fns, n_workers=1, parent_envs=1, start_method=DEFAULT_START_METHOD),
+}
+
+
+def sb3_script(venv: Any, batches: list[Any]) -> tuple[list[Any], list[Any]]:
+    """SB3's calls: resets without and with seeds / options, then steps through an automatic reset."""
+    try:
+        venv.reset()
+        venv.seed(3)
+        venv.reset()
+        venv.set_options({"x": 1})
+        venv.reset()
+        for batch in batches:
+            venv.step(batch)
+        return list(venv.get_attr("resets_seen")), list(venv.get_attr("actions_seen"))
+    finally:
+        venv.close()
+
+
+def row_record(action: Any) -> tuple[str, str | None, str]:
+    dtype = getattr(action, "dtype", None)
+    return type(action).__name__, None if dtype is None else dtype.name, repr(action)
+
+
+#: SB3's vector envs reset with ``seed=`` always and ``options=`` when set; automatic resets pass nothing
+SB3_RESETS = [
+    ((), {"seed": None}),
+    ((), {"seed": 4}),
+    ((), {"seed": None, "options": {"x": 1}}),
+    ((), {}),
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", list(SB3_BUILDERS))
+@pytest.mark.parametrize(
+    "batches",
+    [
+        pytest.param(box_batches(np.float32), id="float32"),
+        pytest.param(box_batches(np.float64), id="float64"),
+        pytest.param([b.tolist() for b in box_batches(np.float64)], id="list"),
+        pytest.param([np.full((N, 1, 2), 0.5, dtype=np.float32)] * 4, id="extra-axis"),
+    ],
+)
+def test_sb3_classes_reset_as_sb3_and_deliver_the_callers_rows(name, batches):
+    resets, actions = sb3_script(SB3_BUILDERS[name](recording_fns()), batches)
+    assert resets[1] == SB3_RESETS
+    assert actions[1] == [row_record(batch[1]) for batch in batches[:4]]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", list(SB3_BUILDERS))
+def test_an_env_that_uses_its_action_as_a_python_number_gets_the_callers_value(name):
+    venv = SB3_BUILDERS[name]([make_sleep, make_sleep])
+    try:
+        venv.reset()
+        _, rewards, _, infos = venv.step(np.array([0.001, 0.003]))  # float64, the space is float32
+    finally:
+        venv.close()
+    np.testing.assert_array_equal(rewards, np.array([0.002, 0.006], dtype=np.float32))
+    assert [info["action_type"] for info in infos] == ["float64", "float64"]
+
+
+@pytest.mark.sb3
+@pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 is not installed (make test-sb3)")
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", ["dummy", "subproc"])
+def test_sb3_classes_call_envs_as_sb3_does(name):
+    from stable_baselines3.common import vec_env as sb3_vec_env
+
+    peer_cls = {"dummy": sb3_vec_env.DummyVecEnv, "subproc": sb3_vec_env.SubprocVecEnv}[name]
+    for batches in (box_batches(np.float64), box_batches(np.float32)):
+        kwargs = {"start_method": DEFAULT_START_METHOD} if name == "subproc" else {}
+        expected = sb3_script(peer_cls(recording_fns(), **kwargs), batches)
+        assert sb3_script(SB3_BUILDERS[name](recording_fns()), batches) == expected
