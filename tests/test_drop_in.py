@@ -219,3 +219,112 @@ def test_sb3_classes_call_envs_as_sb3_does(name):
         kwargs = {"start_method": DEFAULT_START_METHOD} if name == "subproc" else {}
         expected = sb3_script(peer_cls(recording_fns(), **kwargs), batches)
         assert sb3_script(SB3_BUILDERS[name](recording_fns()), batches) == expected
+
+
+# --- SB3's Monitor and vecenv's stand for each other in env_is_wrapped --------------------------------------
+
+
+#: a class named as SB3's Monitor (module and name), for the tests that run without SB3 installed
+FakeSB3Monitor = type("Monitor", (gym.Wrapper,), {"__module__": "stable_baselines3.common.monitor"})
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("vec_env_cls", [vecenv.DummyVecEnv, vecenv.SubprocVecEnv])
+def test_env_is_wrapped_answers_sb3s_monitor_for_vecenvs_monitor(vec_env_cls):
+    kwargs = {"vec_env_kwargs": {"start_method": DEFAULT_START_METHOD}} if vec_env_cls is vecenv.SubprocVecEnv else {}
+    monitored = vecenv.make_vec_env("CartPole-v1", n_envs=2, vec_env_cls=vec_env_cls, **kwargs)
+    bare = vec_env_cls([lambda: gym.make("CartPole-v1")] * 2, **kwargs.get("vec_env_kwargs", {}))
+    try:
+        assert monitored.env_is_wrapped(FakeSB3Monitor) == [True, True]
+        assert monitored.env_is_wrapped(vecenv.Monitor) == [True, True]
+        assert monitored.env_is_wrapped(gym.wrappers.RecordEpisodeStatistics) == [False, False]
+        assert bare.env_is_wrapped(FakeSB3Monitor) == [False, False]
+        assert bare.env_is_wrapped(gym.wrappers.TimeLimit) == [True, True]
+    finally:
+        monitored.close()
+        bare.close()
+
+
+class FirstActionPolicy:
+    """A model for ``evaluate_policy``: always action 0 (CartPole episodes then last about 10 steps)."""
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = False):
+        return np.zeros(len(observation), dtype=np.int64), None
+
+
+@pytest.mark.sb3
+@pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 is not installed (make test-sb3)")
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("vec_env_cls", [vecenv.DummyVecEnv, vecenv.SubprocVecEnv])
+def test_evaluate_policy_finds_vecenvs_monitor_and_returns_its_episodes(vec_env_cls):
+    import warnings
+
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    kwargs = {"vec_env_kwargs": {"start_method": DEFAULT_START_METHOD}} if vec_env_cls is vecenv.SubprocVecEnv else {}
+    venv = vecenv.make_vec_env("CartPole-v1", n_envs=2, seed=0, vec_env_cls=vec_env_cls, **kwargs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # SB3 warns when it finds no Monitor
+            returns, lengths = evaluate_policy(
+                FirstActionPolicy(), venv, n_eval_episodes=4, return_episode_rewards=True
+            )
+        recorded = venv.env_method("get_episode_rewards")
+        recorded_lengths = venv.env_method("get_episode_lengths")
+    finally:
+        venv.close()
+    # evaluate_policy takes n_eval_episodes // n_envs episodes from each env, as the Monitor recorded them
+    assert sorted(returns) == sorted(float(r) for env_returns in recorded for r in env_returns[:2])
+    assert sorted(lengths) == sorted(int(n) for env_lengths in recorded_lengths for n in env_lengths[:2])
+
+
+# --- a script without the main-module guard ----------------------------------------------------------------
+
+
+NO_GUARD_SCRIPT = """
+import gymnasium as gym
+import vecenv
+venv = vecenv.SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 2, start_method={method!r})
+venv.reset()
+venv.close()
+"""
+
+GUARDED_CRASH_SCRIPT = """
+import os
+import vecenv
+def crash():
+    os._exit(1)
+if __name__ == "__main__":
+    vecenv.SubprocVecEnv([crash], start_method={method!r})
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "method", [m for m in ("forkserver", "spawn") if m in __import__("multiprocessing").get_all_start_methods()]
+)
+def test_a_script_without_the_main_guard_is_told_so_in_the_errors_first_line(method, tmp_path):
+    import subprocess
+    import sys
+
+    results = {}
+    for name, source in (("no_guard.py", NO_GUARD_SCRIPT), ("guarded.py", GUARDED_CRASH_SCRIPT)):
+        script = tmp_path / name
+        script.write_text(source.format(method=method))
+        proc = subprocess.run(
+            [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=100, cwd=tmp_path
+        )
+        assert proc.returncode == 1
+        results[name] = proc.stderr.strip().splitlines()[-1]
+    first_line = results["no_guard.py"]
+    assert first_line.startswith("vecenv.errors.WorkerDiedError: ")
+    assert f'most likely because the script {tmp_path / "no_guard.py"} has no `if __name__ == "__main__":` guard' in (
+        first_line
+    )
+    assert f"With the {method} start method" in first_line
+    # a worker that crashes for another reason keeps the plain message
+    assert results["guarded.py"].startswith("vecenv.errors.WorkerDiedError: ")
+    assert (
+        "__main__" not in results["guarded.py"]
+        and "exited with code 1 during env construction" in results["guarded.py"]
+    )

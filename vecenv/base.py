@@ -182,6 +182,9 @@ class VecEnv(ABC):
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         """Whether each addressed sub-environment is wrapped (anywhere in its chain) with ``wrapper_class``.
 
+        SB3's ``Monitor`` and vecenv's ``Monitor`` stand for each other, so SB3's ``evaluate_policy`` finds
+        the ``Monitor`` that :func:`vecenv.make_vec_env` adds.
+
         :param wrapper_class: a ``gymnasium.Wrapper`` subclass.
         :param indices: envs to check (None: all).
         :return: one bool per addressed env.

@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode
 
 from vecenv.errors import add_note, env_context_note
 from vecenv.protocol import Command
+from vecenv.sb3_compat import matches_wrapper, wrapper_target
 from vecenv.spaces import create_batch_buffer, make_obs_writer
 
 __all__ = ["EnvGroup", "is_wrapped"]
@@ -49,11 +50,16 @@ def _copy_info(env_info: dict[str, Any]) -> dict[str, Any]:
     return deepcopy(env_info)
 
 
-def is_wrapped(env: gym.Env, wrapper_class: type[gym.Wrapper]) -> bool:
-    """Whether ``wrapper_class`` appears in the ``gymnasium.Wrapper`` chain of ``env`` (SB3's ``is_wrapped``)."""
+def is_wrapped(env: gym.Env, wrapper_class: type[gym.Wrapper] | frozenset[str]) -> bool:
+    """Whether ``wrapper_class`` appears in the ``gymnasium.Wrapper`` chain of ``env`` (SB3's ``is_wrapped``).
+
+    SB3's ``Monitor`` and vecenv's ``Monitor`` stand for each other (SB3's ``evaluate_policy`` asks for SB3's);
+    ``wrapper_class`` may also be the full class names :func:`vecenv.sb3_compat.wrapper_target` gives.
+    """
+    target = wrapper_target(wrapper_class)
     current: Any = env
     while isinstance(current, gym.Wrapper):
-        if isinstance(current, wrapper_class):
+        if matches_wrapper(current, target):
             return True
         current = current.env
     return False

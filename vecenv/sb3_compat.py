@@ -25,6 +25,35 @@ __all__ = ["install", "register_with_sb3"]
 
 SB3_VEC_ENV_MODULE = "stable_baselines3.common.vec_env"
 
+#: SB3's ``gymnasium.Wrapper`` classes that vecenv replaces (full name -> vecenv's full name): an env wrapped in
+#: either counts as wrapped in both (``env_is_wrapped``), so SB3's ``evaluate_policy`` finds vecenv's Monitor
+_GYM_WRAPPER_PAIRS = {"stable_baselines3.common.monitor.Monitor": "vecenv.monitor.Monitor"}
+_EQUIVALENT_NAMES: dict[str, frozenset[str]] = {}
+for _sb3_name, _our_name in _GYM_WRAPPER_PAIRS.items():
+    _EQUIVALENT_NAMES[_sb3_name] = _EQUIVALENT_NAMES[_our_name] = frozenset({_sb3_name, _our_name})
+
+
+def _full_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def wrapper_target(wrapper_class: type | frozenset[str]) -> type | frozenset[str]:
+    """What ``env_is_wrapped(wrapper_class)`` looks for: the class itself, or for a wrapper vecenv replaces
+    (SB3's ``Monitor``, vecenv's ``Monitor``) the full names of both, so no worker has to import SB3 to answer.
+    Names pass through unchanged. See :func:`vecenv.env_group.is_wrapped`.
+    """
+    if isinstance(wrapper_class, type):
+        return _EQUIVALENT_NAMES.get(_full_name(wrapper_class), wrapper_class)
+    return wrapper_class
+
+
+def matches_wrapper(wrapper: object, target: type | frozenset[str]) -> bool:
+    """Whether ``wrapper`` is an instance of ``target`` (a class, or full names from :func:`wrapper_target`)."""
+    if isinstance(target, frozenset):
+        return any(_full_name(cls) in target for cls in type(wrapper).__mro__)
+    return isinstance(wrapper, target)
+
+
 #: SB3 class name in ``stable_baselines3.common.vec_env`` -> vecenv top-level name
 _CLASS_PAIRS = {
     "VecEnv": "VecEnv",

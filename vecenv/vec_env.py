@@ -30,6 +30,7 @@ from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vecenv.env_group import check_same_spaces
 from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError, WorkerDiedError
 from vecenv.protocol import Command
+from vecenv.sb3_compat import wrapper_target
 from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import (
     batch_copy,
@@ -1127,8 +1128,9 @@ class WorkerVecEnv(VecEnv):
         return self._call(Command.ENV_METHOD, indices, method_name, method_args, method_kwargs)
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
-        """See :meth:`VecEnv.env_is_wrapped`."""
-        return self._call(Command.IS_WRAPPED, indices, wrapper_class)
+        """See :meth:`VecEnv.env_is_wrapped` (SB3's ``Monitor`` and vecenv's stand for each other)."""
+        # the workers get class names for the wrappers vecenv replaces: they need not import SB3 to answer
+        return self._call(Command.IS_WRAPPED, indices, wrapper_target(wrapper_class))
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """One ``(H, W, 3)`` uint8 frame per env.

@@ -45,9 +45,11 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import select
 import signal
 import struct
+import sys
 import threading
 import time
 import traceback
@@ -345,6 +347,23 @@ class _SharedFd:
 
 def _label(doing: Command | str) -> str:
     return doing.label if isinstance(doing, Command) else doing
+
+
+_MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__""")
+
+
+def _script_without_main_guard() -> str | None:
+    """The path of the main script if it has no ``if __name__ == "__main__":`` test, else None (also when the
+    program is not a script: an interactive session, ``python -c``, a notebook)."""
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not isinstance(path, str) or not path.endswith(".py"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            source = file.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None if _MAIN_GUARD.search(source) else path
 
 
 def _describe_exit(exitcode: int | None) -> str:
@@ -649,11 +668,24 @@ class SubprocWorker(Worker):
         """The error for a worker found dead while ``doing`` (a command, or a phase such as ``"setup"``); every
         later call raises it again (see :meth:`kill`)."""
         self.process.join(timeout=1.0)
-        message = (
-            f"The worker process {self.process.pid} running envs {self.env_indices} "
-            f"{_describe_exit(self.process.exitcode)} during {_label(doing)}. If an env crashes the interpreter "
-            "(native code, os._exit), run it under DummyVecEnv to see the error directly."
-        )
+        method = self._ctx.get_start_method()
+        script = _script_without_main_guard() if doing == "env construction" and method != "fork" else None
+        if script is not None and self.process.exitcode == 1:
+            # it ended before vecenv's worker code ran: most often it re-ran the caller's script and failed there
+            message = (
+                f"The worker process {self.process.pid} running envs {self.env_indices} exited with code 1 while "
+                f"starting, most likely because the script {script} has no `if __name__ == \"__main__\":` guard. "
+                f"With the {method} start method every worker process imports the main script, so code at its top "
+                "level (building the vector env) runs again in the worker and fails. Move that code under "
+                "`if __name__ == \"__main__\":` (or use start_method=\"fork\"); the worker's own error is printed "
+                "above on stderr."
+            )
+        else:
+            message = (
+                f"The worker process {self.process.pid} running envs {self.env_indices} "
+                f"{_describe_exit(self.process.exitcode)} during {_label(doing)}. If an env crashes the interpreter "
+                "(native code, os._exit), run it under DummyVecEnv to see the error directly."
+            )
         self.kill(message)
         return WorkerDiedError(message)
 
