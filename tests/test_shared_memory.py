@@ -69,6 +69,15 @@ def batch_actions(space: spaces.Space, per_env: list[Any]) -> Any:
     return np.stack([np.asarray(a) for a in per_env]).astype(WIRE_DTYPES[np.dtype(space.dtype)])
 
 
+def row_of(batch: Any, i: int) -> Any:
+    """Env ``i``'s action in a batch (dict / tuple of batches for Dict / Tuple spaces)."""
+    if isinstance(batch, dict):
+        return {key: row_of(sub, i) for key, sub in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(row_of(sub, i) for sub in batch)
+    return batch[i]
+
+
 def step_by_hand(env: Any, action: Any) -> tuple[Any, float, bool, dict]:
     """SB3's rule on one env: info gets TimeLimit.truncated, and terminal_observation + reset on episode end."""
     obs, reward, terminated, truncated, info = env.step(action)
@@ -96,7 +105,8 @@ VARIANTS = ["dummy", "subproc", "subproc-pickled"]
 @pytest.mark.parametrize("start_method", START_METHODS)
 def test_round_trip_every_space(start_method, kind):
     """Obs written by the workers equal the same envs stepped by hand (values, dtypes, shapes, Dict key order);
-    actions sent as batches in another dtype arrive at each env as its own row, cast to the action space's dtype.
+    actions sent as batches in another dtype than the space's arrive at each env as its own row of the batch, in
+    the batch's dtype (as SB3 and Gymnasium deliver them: such batches travel pickled, not through shared memory).
 
     3 envs over 2 workers, so rows are written by two processes at different offsets of the shared block.
     """
@@ -115,14 +125,15 @@ def test_round_trip_every_space(start_method, kind):
         action_space.seed(7)
         n_done = 0
         for _ in range(5):
-            per_env = [action_space.sample() for _ in range(3)]
-            obs, rewards, dones, infos = venv.step(batch_actions(action_space, per_env))
+            batch = batch_actions(action_space, [action_space.sample() for _ in range(3)])
+            per_env = [row_of(batch, i) for i in range(3)]
+            obs, rewards, dones, infos = venv.step(batch)
             expected = [step_by_hand(env, action) for env, action in zip(hand, per_env, strict=True)]
             assert_batch(obs, [e[0] for e in expected], space)
             assert rewards.dtype == np.float32
             assert rewards.tobytes() == np.array([e[1] for e in expected], dtype=np.float32).tobytes()
             assert dones.tolist() == [e[2] for e in expected]
-            # infos echo the action each env received: its own row, in the action space's dtype(s)
+            # infos echo the action each env received: its own row of the batch, in the batch's dtype(s)
             assert_same(infos, [e[3] for e in expected])
             for info, action in zip(infos, per_env, strict=True):
                 assert info["signature"] == leaf_signature(action)
@@ -151,10 +162,9 @@ def test_actions_as_list_of_per_env_actions(make_venv, kind):
 
 @pytest.mark.parametrize("variant", ["dummy", "subproc", "subproc-pickled"])
 def test_action_dtype_per_backend(variant):
-    """Documented behaviour: with shared memory, actions are cast (unsafely, like numpy) to the action space's dtype.
-
-    DummyVecEnv and SubprocVecEnv(shared_memory=False) pass each env ``actions[i]`` unchanged, as SB3 does.
-    Box float32: float64 0.1 arrives as float32(0.1); Discrete (int64): an int32 arrives as int64.
+    """Every backend passes each env ``actions[i]`` in the caller's dtype, as SB3 does: Box float32 given float64
+    0.1 gets float64 0.1, Discrete (int64) given int32 gets int32. A batch in the space's dtype takes shared
+    memory and arrives with the same values and dtype.
     """
     box_venv = build(variant, sample_fns("box32", 2))
     discrete_venv = build(variant, sample_fns("discrete", 2))
@@ -164,14 +174,15 @@ def test_action_dtype_per_backend(variant):
         discrete_actions = np.array([-2, 2], dtype=np.int32)
         box_venv.reset()
         discrete_venv.reset()
-        _, _, _, box_infos = box_venv.step(box_actions)
-        _, _, _, discrete_infos = discrete_venv.step(discrete_actions)
-        cast = variant == "subproc"
-        for i in range(2):
-            want_box = box_actions[i].astype(np.float32) if cast else box_actions[i]
-            assert_same(box_infos[i]["action"], want_box)
-            want_discrete = np.int64(discrete_actions[i]) if cast else discrete_actions[i]
-            assert_same(discrete_infos[i]["action"], want_discrete)
+        for box_batch, discrete_batch in (
+            (box_actions, discrete_actions),
+            (box_actions.astype(np.float32), discrete_actions.astype(np.int64)),
+        ):
+            _, _, _, box_infos = box_venv.step(box_batch)
+            _, _, _, discrete_infos = discrete_venv.step(discrete_batch)
+            for i in range(2):
+                assert_same(box_infos[i]["action"], box_batch[i])
+                assert_same(discrete_infos[i]["action"], discrete_batch[i])
     finally:
         box_venv.close()
         discrete_venv.close()
