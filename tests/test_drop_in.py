@@ -328,3 +328,21 @@ def test_a_script_without_the_main_guard_is_told_so_in_the_errors_first_line(met
         "__main__" not in results["guarded.py"]
         and "exited with code 1 during env construction" in results["guarded.py"]
     )
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["sync", "async", "async-no-shared-memory"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_dict_actions_follow_the_spaces_key_order_as_in_gymnasium(name, dtype):
+    space = spaces.Dict({"jump": spaces.Discrete(2), "move": spaces.Box(-1, 1, (2,), np.float32)})
+    fns = recording_fns(action_space=space)
+    batches = [
+        # the caller's key order differs from the space's; an extra key is not part of the action
+        {"move": np.full((N, 2), 0.5, np.float32), "extra": np.ones(N), "jump": np.array([k % 2, 1, 0], dtype=dtype)}
+        for k in range(4)
+    ]
+    mode = AutoresetMode.NEXT_STEP
+    expected = gym_script(gym.vector.SyncVectorEnv(fns, autoreset_mode=mode), batches)
+    assert gym_script(GYM_BUILDERS[name](fns, mode), batches) == expected
+    # Gymnasium's Dict sorts the keys of a plain dict: the space's order is jump, move
+    assert expected[1][0][0][2].startswith("{'jump': np.")
