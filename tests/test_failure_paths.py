@@ -803,10 +803,13 @@ def _assert_all_ended(venv: vecenv.SubprocVecEnv) -> None:
 
 
 @pytest.mark.timeout(60)  # the busy env hangs forever: waiting for its reply first would time the test out
-@pytest.mark.parametrize("dying", [0, 1])
 @pytest.mark.parametrize(
-    ("start_method", "fault"),
-    [*((method, "sigkill") for method in START_METHODS), (DEFAULT_START_METHOD, "exit"), ("fork", "segfault")],
+    ("start_method", "fault", "dying"),
+    [
+        *((method, "sigkill", dying) for method in START_METHODS for dying in (0, 1)),
+        (DEFAULT_START_METHOD, "exit", 0),
+        ("fork", "segfault", 1),
+    ],
 )
 def test_a_worker_that_dies_beside_a_hung_one_raises_at_once(start_method, fault, dying, built):
     if start_method not in START_METHODS:
