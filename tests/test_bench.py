@@ -438,7 +438,7 @@ def test_missing_pandas_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch, cap
     monkeypatch.setitem(sys.modules, "pandas", None)  # makes `import pandas` raise ImportError
     assert main(["--quick", "--output-dir", "unused"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("vecenv bench: error:") and "vecenv[bench]" in err[0]
+    assert len(err) == 1 and err[0].startswith("vecenv bench: error:") and 'pip install -e ".[bench]"' in err[0]
 
 
 def test_unknown_backend_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -569,7 +569,7 @@ def test_plot_without_plot_extra_names_the_extra(capsys, tmp_path, monkeypatch):
     for module in ("pandas", "matplotlib", "matplotlib.figure"):
         monkeypatch.setitem(sys.modules, module, None)  # makes ``import module`` raise ImportError
     line = _assert_one_line_error(*_run_main(capsys, "plot", str(tmp_path)), command="plot")
-    assert "vecenv[plot]" in line
+    assert '"plot" extra: pip install pandas matplotlib' in line
 
 
 # --- vecenv run --video / --check-nan ----------------------------------------------------------------------

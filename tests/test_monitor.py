@@ -444,7 +444,10 @@ def test_get_monitor_files(tmp_path):
 def test_load_results_without_pandas(monkeypatch):
     """Without pandas: MissingExtraError (an ImportError) telling to install the plot extra."""
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(MissingExtraError, match=r'pip install "vecenv\[plot\]"') as info:
+    with pytest.raises(
+        MissingExtraError,
+        match=r"pip install pandas matplotlib \(or pip install -e \"\.\[plot\]\" in a clone of vecenv\)",
+    ) as info:
         load_results(SB3_FIXTURES / "sb3_make_vec_env")
     assert isinstance(info.value, ImportError)
     assert "pandas" in str(info.value)

@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         "plot",
         help="plot episode returns from monitor files against env-steps",
         description="Draw the episode returns found in MONITOR_DIR_OR_CSV (and a rolling mean) against "
-        "cumulative env-steps, and save the figure. Needs the plot extra: pip install 'vecenv[plot]'.",
+        "cumulative env-steps, and save the figure. Needs the plot extra (pandas and matplotlib).",
     )
     plot.add_argument("path", metavar="MONITOR_DIR_OR_CSV", help="a folder of *monitor.csv files, or one such file")
     plot.add_argument(

@@ -48,6 +48,19 @@ __all__ = [
 MONITOR_EXT = "monitor.csv"
 
 
+#: the packages of vecenv's optional extras that its own code imports (setup.cfg has the full lists)
+_EXTRA_PACKAGES = {"plot": "pandas matplotlib", "bench": "pandas matplotlib"}
+
+
+def install_hint(extra: str) -> str:
+    """How to install what vecenv's ``extra`` adds, e.g. ``Install the "plot" extra: pip install pandas
+    matplotlib (or pip install -e ".[plot]" in a clone of vecenv)``: the packages themselves, since vecenv is
+    installed from a clone or a git URL, not from a package index."""
+    packages = _EXTRA_PACKAGES.get(extra)
+    clone = f'pip install -e ".[{extra}]" in a clone of vecenv'
+    return f'Install the "{extra}" extra: ' + (f"pip install {packages} (or {clone})" if packages else clone)
+
+
 class MissingExtraError(ImportError):
     """An optional dependency of vecenv is not installed (the message names the extra that provides it).
 
@@ -57,11 +70,7 @@ class MissingExtraError(ImportError):
     """
 
     def __init__(self, module: str, needed_by: str, extra: str = "plot") -> None:
-        super().__init__(
-            f"{needed_by} needs {module}, which is not installed. "
-            f'Install the "{extra}" extra: pip install "vecenv[{extra}]"',
-            name=module,
-        )
+        super().__init__(f"{needed_by} needs {module}, which is not installed. {install_hint(extra)}", name=module)
         self.module = module
         self.extra = extra
 

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from vecenv.monitor import install_hint
+
 if TYPE_CHECKING:
     from vecenv.bench.runner import BenchRun
 
@@ -39,7 +41,7 @@ __all__ = [
     "write_outputs",
 ]
 
-BENCH_EXTRA_HINT = 'pip install "vecenv[bench]"'
+BENCH_EXTRA_HINT = install_hint("bench")
 #: Columns of every results table, in order (derived ones last).
 COLUMNS = [
     "workload",
@@ -84,8 +86,8 @@ def require(module: str) -> Any:
     except ImportError:
         top = module.split(".", maxsplit=1)[0]
         raise BenchDependencyError(
-            f"vecenv bench needs {top}, which is not installed: {BENCH_EXTRA_HINT} "
-            "(pandas and matplotlib; stable-baselines3 and torch for the SB3 backends)"
+            f"vecenv bench needs {top}, which is not installed. {BENCH_EXTRA_HINT} "
+            "(stable-baselines3 and torch too for the SB3 backends)"
         ) from None
 
 

@@ -73,7 +73,7 @@ EnvFn = Callable[[], gym.Env]
 ACTION_POOL = 32
 #: Estimated memory of one Stable-Baselines3 worker that imports torch itself (used with ``preload=False``).
 SB3_COLD_WORKER_MIB = 350
-SB3_INSTALL_HINT = 'pip install torch==2.13.0 && pip install "vecenv[bench]"'
+SB3_INSTALL_HINT = "pip install torch==2.13.0 && pip install stable-baselines3 (torch first: its CPU build)"
 
 
 # --- backends ---------------------------------------------------------------------------------------
