@@ -8,12 +8,13 @@ display and leaves pyplot's global state (and your notebook's current figure) al
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import numbers
 import os
-import secrets
 from typing import TYPE_CHECKING
 
+from vecenv.atomic import atomic_write_bytes
 from vecenv.monitor import MissingExtraError, get_monitor_files, import_optional, load_results
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def plot_results(
     axes.grid(alpha=0.3)
     axes.set_title(title if title is not None else _default_title(path, len(data)))
     if output is not None:
-        _save_atomically(figure, output)
+        _save_figure(figure, output)
     return figure
 
 
@@ -87,18 +88,11 @@ def _default_title(path: str | os.PathLike[str], n_episodes: int) -> str:
     return f"{name} — {n_episodes} episodes ({os.fspath(path)})"
 
 
-def _save_atomically(figure: Figure, output: str | os.PathLike[str]) -> None:
-    """Save ``figure`` to a temporary file next to ``output``, then rename it to ``output``."""
+def _save_figure(figure: Figure, output: str | os.PathLike[str]) -> None:
+    """Render ``figure`` in the format named by the extension of ``output`` and write it there atomically."""
     output = os.path.abspath(os.fspath(output))
     file_format = os.path.splitext(output)[1].lstrip(".").lower() or "png"
     os.makedirs(os.path.dirname(output), exist_ok=True)
-    # same folder (so the rename is atomic); opened with "x" so the usual umask permissions apply
-    tmp_path = f"{output}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    try:
-        with open(tmp_path, "xb") as tmp_file:
-            figure.savefig(tmp_file, format=file_format)
-        os.replace(tmp_path, output)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_path)
-        raise
+    rendered = io.BytesIO()
+    figure.savefig(rendered, format=file_format)  # an unknown format fails here, before any file is touched
+    atomic_write_bytes(output, rendered.getvalue())

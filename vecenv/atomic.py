@@ -1,0 +1,62 @@
+"""Atomic file replacement: a reader sees the previous file or the complete new one, never a partial write.
+
+Used by :meth:`VecNormalize.save <vecenv.VecNormalize.save>` and by :func:`~vecenv.plot_results`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from typing import IO
+
+__all__ = ["atomic_write_bytes"]
+
+
+def _write_payload(file: IO[bytes], data: bytes) -> None:
+    """Write all of ``data`` to ``file`` (a seam for the crash tests)."""
+    file.write(data)
+
+
+def _new_file_mode(path: str) -> int:
+    """Permissions for the written file: those of the file it replaces, else what ``open()`` would give."""
+    with contextlib.suppress(OSError):
+        return os.stat(path).st_mode & 0o777
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace the file at ``path`` by ``data`` atomically.
+
+    The bytes go to a temporary file in the same folder, which is flushed, fsynced and then renamed
+    over ``path`` with :func:`os.replace`. If anything fails the temporary file is removed and the
+    previous file at ``path`` (if any) is left untouched. The new file gets the permissions of the
+    file it replaces, or those :func:`open` would give a new file.
+
+    :param path: the destination (``str`` or :class:`os.PathLike`); its folder must exist.
+    :param data: the full file content.
+    :raises OSError: if the file cannot be written (any previous file is left unchanged).
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp_path = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            _write_payload(file, data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(tmp_path, _new_file_mode(path))
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_path)
+        raise
+    # make the rename itself durable (not possible on every platform / file system)
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
