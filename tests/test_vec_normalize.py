@@ -28,7 +28,7 @@ import pytest
 from gymnasium import spaces
 
 from tests.envs import CounterEnv, ShapeEnv, SpaceEnv, space_obs
-from vecenv import DummyVecEnv, VecEnv, VecEnvWrapper
+from vecenv import DummyVecEnv, VecEnv, VecEnvWrapper, atomic
 from vecenv.running_mean_std import RunningMeanStd
 from vecenv.version import __version__
 from vecenv.wrappers import normalize_io
@@ -661,7 +661,7 @@ def test_crash_mid_save_keeps_previous_file(saved, monkeypatch, error):
         file.flush()
         raise error
 
-    monkeypatch.setattr(normalize_io, "_write_payload", write_half_then_fail)
+    monkeypatch.setattr(atomic, "_write_payload", write_half_then_fail)
     with pytest.raises(type(error)):
         vn.save(saved)
     assert saved.read_bytes() == before
@@ -677,7 +677,7 @@ def test_crash_on_first_save_leaves_nothing(tmp_path, monkeypatch):
     def fail(file: Any, data: bytes) -> None:
         raise OSError("disk gone")
 
-    monkeypatch.setattr(normalize_io, "_write_payload", fail)
+    monkeypatch.setattr(atomic, "_write_payload", fail)
     with pytest.raises(OSError, match="disk gone"):
         VecNormalize(DummyVecEnv(box_fns(1))).save(tmp_path / "new")
     assert os.listdir(tmp_path) == []

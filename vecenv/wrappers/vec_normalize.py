@@ -1,7 +1,7 @@
 """Running normalization of observations and rewards (Stable-Baselines3's ``VecNormalize``), and its helpers.
 
 The wrapper follows SB3 2.9 call for call. Saving differs: :meth:`VecNormalize.save` writes a
-pickle-free file (numpy arrays + JSON, described in :mod:`vecenv.wrappers.normalize_io`) that
+pickle-free file (numpy arrays + JSON, described in :mod:`vecenv.wrappers.normalize_format`) that
 :meth:`VecNormalize.load` reads without ever executing code. Pickles written by SB3 are imported with
 :meth:`VecNormalize.load_sb3`.
 """
@@ -22,16 +22,15 @@ from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
 from vecenv.running_mean_std import RunningMeanStd
 from vecenv.spaces import is_image_space
 from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next, unwrap_vec_wrapper
-from vecenv.wrappers.normalize_io import (
+from vecenv.wrappers.normalize_format import read_normalization_file, write_normalization_file
+from vecenv.wrappers.normalize_state import (
     NormalizationFileError,
     NormalizationState,
     ObsRms,
     check_space_matches,
     describe_space,
-    read_normalization_file,
-    read_sb3_pickle,
-    write_normalization_file,
 )
+from vecenv.wrappers.sb3_pickle import read_sb3_state
 
 __all__ = ["NormalizationFileError", "VecNormalize", "sync_envs_normalization", "unwrap_vec_normalize"]
 
@@ -391,7 +390,7 @@ class VecNormalize(VecEnvWrapper):
         observation space. Not saved (as SB3's pickle would): the wrapped env, ``returns``, ``old_obs``,
         ``old_reward``. The file is written to a temporary file in the same folder and renamed over
         ``save_path``, so an interrupted save leaves any previous file intact. The format is described
-        in :mod:`vecenv.wrappers.normalize_io`; :meth:`load` reads it.
+        in :mod:`vecenv.wrappers.normalize_format`; :meth:`load` reads it.
 
         :param save_path: the file to write (``str`` or :class:`pathlib.Path`), used as given (no extension added).
         :raises TypeError: if ``norm_obs_keys`` or the Dict keys are neither strings nor integers.
@@ -463,7 +462,7 @@ class VecNormalize(VecEnvWrapper):
         :raises ValueError: if the observation shapes or Dict keys of ``venv`` differ from the saved ones.
         :raises OSError: if the file cannot be read.
         """
-        return VecNormalize._from_state(read_sb3_pickle(load_path), venv)
+        return VecNormalize._from_state(read_sb3_state(load_path, VecNormalize), venv)
 
 
 def unwrap_vec_normalize(env: VecEnv) -> VecNormalize | None:

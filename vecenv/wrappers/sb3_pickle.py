@@ -1,0 +1,299 @@
+"""Import of Stable-Baselines3 ``VecNormalize`` pickles, without SB3 and without running code from the file.
+
+SB3's ``VecNormalize.save`` pickles the whole wrapper. :func:`read_sb3_state` reads such a file
+without SB3, with a :class:`pickle.Unpickler` whose ``find_class`` admits only the globals such a
+pickle needs (:func:`allowed_globals`): numpy's array, dtype and scalar reconstructors and random
+generators, gymnasium's spaces, ``collections.OrderedDict``, and SB3's ``VecNormalize`` and
+``RunningMeanStd`` (mapped onto vecenv's: the caller passes its ``VecNormalize`` class, so this module
+does not import the wrapper). The opcodes are first scanned without executing anything
+(:func:`scan_pickle_globals`): a file naming any other global is refused with
+:class:`~vecenv.wrappers.normalize_state.NormalizationFileError` before unpickling starts. A global
+hidden from the scan is refused by ``find_class`` when the unpickler reaches it, so only the allowed
+callables can ever run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import math
+import os
+import pickle
+import pickletools
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import IO, Any, cast
+
+import numpy as np
+from gymnasium import spaces
+
+from vecenv.running_mean_std import RunningMeanStd
+from vecenv.wrappers.normalize_format import ZIP_MAGIC
+from vecenv.wrappers.normalize_state import (
+    NormalizationFileError,
+    NormalizationState,
+    ObsRms,
+    check_rms_shapes,
+    describe_space,
+    load_error,
+)
+
+__all__ = [
+    "SB3_RUNNING_MEAN_STD",
+    "SB3_VEC_NORMALIZE",
+    "RestrictedUnpickler",
+    "allowed_globals",
+    "read_sb3_state",
+    "scan_pickle_globals",
+]
+
+#: ``(module, name)`` of SB3's ``VecNormalize`` as a pickle names it.
+SB3_VEC_NORMALIZE = ("stable_baselines3.common.vec_env.vec_normalize", "VecNormalize")
+#: ``(module, name)`` of SB3's ``RunningMeanStd`` as a pickle names it.
+SB3_RUNNING_MEAN_STD = ("stable_baselines3.common.running_mean_std", "RunningMeanStd")
+
+
+def _numpy_globals() -> dict[tuple[str, str], tuple[tuple[str, ...], str]]:
+    """``(module, name)`` as written in a pickle -> (modules to take ``name`` from, in order of preference, name)."""
+    table: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {}
+    for core in ("numpy._core", "numpy.core"):  # numpy >= 2 writes numpy._core, numpy 1.x numpy.core
+        for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer")):
+            table[(f"{core}.{module}", name)] = ((f"numpy._core.{module}", f"numpy.core.{module}"), name)
+    table[("numpy", "ndarray")] = (("numpy",), "ndarray")
+    table[("numpy", "dtype")] = (("numpy",), "dtype")
+    for name in ("__generator_ctor", "__bit_generator_ctor"):
+        table[("numpy.random._pickle", name)] = (("numpy.random._pickle",), name)
+    for module, name in (
+        ("_pcg64", "PCG64"),
+        ("_pcg64", "PCG64DXSM"),
+        ("_mt19937", "MT19937"),
+        ("_philox", "Philox"),
+        ("_sfc64", "SFC64"),
+        ("bit_generator", "SeedSequence"),
+        ("bit_generator", "__pyx_unpickle_SeedSequence"),
+    ):
+        table[(f"numpy.random.{module}", name)] = ((f"numpy.random.{module}",), name)
+    return table
+
+
+_GYMNASIUM_SPACES = {
+    "box": "Box",
+    "dict": "Dict",
+    "discrete": "Discrete",
+    "multi_binary": "MultiBinary",
+    "multi_discrete": "MultiDiscrete",
+    "tuple": "Tuple",
+}
+
+
+def _resolve(modules: tuple[str, ...], name: str) -> Any:
+    for module_name in modules:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if hasattr(module, name):
+            return getattr(module, name)
+    return None
+
+
+def allowed_globals(vec_normalize_class: type) -> dict[tuple[str, str], Any]:
+    """The only globals :func:`read_sb3_state` lets a pickle reference, and what each resolves to.
+
+    :param vec_normalize_class: the class SB3's ``VecNormalize`` is mapped onto (vecenv's
+        :class:`~vecenv.VecNormalize`); unpickling calls its ``__setstate__``.
+    :return: ``{(module, name): object}``: numpy's ndarray / dtype / scalar reconstructors and random
+        generator constructors, gymnasium's Box, Dict, Discrete, MultiBinary, MultiDiscrete and Tuple
+        spaces, ``collections.OrderedDict``, and SB3's ``VecNormalize`` mapped onto ``vec_normalize_class``
+        and its ``RunningMeanStd`` onto vecenv's.
+    """
+    allowed: dict[tuple[str, str], Any] = {}
+    for key, (modules, name) in _numpy_globals().items():
+        resolved = _resolve(modules, name)
+        if resolved is not None:
+            allowed[key] = resolved
+    for module, name in _GYMNASIUM_SPACES.items():
+        allowed[(f"gymnasium.spaces.{module}", name)] = getattr(spaces, name)
+    allowed[("collections", "OrderedDict")] = OrderedDict
+    allowed[SB3_VEC_NORMALIZE] = vec_normalize_class
+    allowed[SB3_RUNNING_MEAN_STD] = RunningMeanStd
+    return allowed
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """An unpickler that resolves only the globals of ``allowed``; any other global raises.
+
+    :param file: the pickle stream.
+    :param allowed: ``{(module, name): object}`` (see :func:`allowed_globals`).
+    :param on_forbidden: builds the exception raised for a forbidden ``(module, name)``.
+    """
+
+    def __init__(
+        self,
+        file: IO[bytes],
+        allowed: Mapping[tuple[str, str], Any],
+        on_forbidden: Callable[[str, str], Exception],
+    ) -> None:
+        super().__init__(file)
+        self.allowed = allowed
+        self.on_forbidden = on_forbidden
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return self.allowed[(module, name)]
+        except KeyError:
+            raise self.on_forbidden(module, name) from None
+
+
+_STRING_OPS = frozenset(
+    {"STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8"}
+)
+_MEMO_OPS = frozenset({"MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"})
+
+
+def scan_pickle_globals(data: bytes) -> list[tuple[str, str]]:
+    """The globals a pickle names, found by reading its opcodes without executing any.
+
+    ``GLOBAL`` / ``INST`` opcodes carry their names; a ``STACK_GLOBAL`` is resolved when the two values
+    pushed just before it are strings (directly or through the memo), which is how :mod:`pickle` writes
+    them. Globals hidden any other way are not listed: :class:`RestrictedUnpickler` still refuses them.
+
+    :param data: the pickle bytes.
+    :return: ``(module, name)`` pairs in file order.
+    :raises ValueError: if the opcode stream is malformed or truncated.
+    """
+    found: list[tuple[str, str]] = []
+    memo: dict[int, str | None] = {}
+    recent: list[str | None] = []  # values pushed by the latest opcodes (None: not a known string)
+    for opcode, raw_arg, _ in pickletools.genops(data):
+        name, arg = opcode.name, cast(Any, raw_arg)
+        if name in _STRING_OPS:
+            recent.append(arg.decode("latin-1") if isinstance(arg, bytes) else str(arg))
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            recent.append(memo.get(int(arg)))
+        elif name in _MEMO_OPS:  # store the top of the stack; push nothing
+            memo[len(memo) if name == "MEMOIZE" else int(arg)] = recent[-1] if recent else None
+        elif name in ("PROTO", "FRAME"):
+            continue
+        elif name in ("GLOBAL", "INST"):
+            module, _, qualname = str(arg).partition(" ")
+            found.append((module, qualname))
+            recent.append(None)
+        elif name == "STACK_GLOBAL":
+            pair = (recent[-2], recent[-1]) if len(recent) >= 2 else (None, None)
+            if pair[0] is not None and pair[1] is not None:
+                found.append((pair[0], pair[1]))
+            recent.append(None)
+        else:
+            recent.append(None)
+        del recent[:-2]
+    return found
+
+
+def _forbidden_global(path: Any) -> Callable[[str, str], Exception]:
+    def build(module: str, name: str) -> Exception:
+        if module == "gym" or module.startswith("gym."):
+            return load_error(
+                path,
+                f"the pickle references {module}.{name}: it was written with the old `gym` package (Stable-Baselines3 "
+                "< 2.0), which vecenv does not import. Load it with SB3 1.x and copy the statistics, or re-save it "
+                "with Stable-Baselines3 >= 2.0 (gymnasium).",
+            )
+        return load_error(
+            path,
+            f"the pickle references the global {module}.{name}, which is not allowed in a Stable-Baselines3 "
+            "VecNormalize file (only numpy arrays, dtypes and random generators, gymnasium spaces, "
+            "collections.OrderedDict, and SB3's VecNormalize / RunningMeanStd are). The file was refused before "
+            f"{module}.{name} could run; do not load it with plain pickle unless you trust its author.",
+        )
+
+    return build
+
+
+def _sb3_rms(path: Any, value: Any, what: str) -> RunningMeanStd:
+    if not isinstance(value, RunningMeanStd):
+        raise load_error(path, f"{what} is a {type(value).__name__}, expected SB3's RunningMeanStd.")
+    fields = vars(value)
+    rms = RunningMeanStd()
+    try:
+        rms.mean = np.array(fields["mean"], dtype=np.float64)
+        rms.var = np.array(fields["var"], dtype=np.float64)
+        rms.count = float(fields["count"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise load_error(path, f"{what} is malformed ({type(exc).__name__}: {exc}).") from exc
+    if rms.mean.shape != rms.var.shape or not math.isfinite(rms.count):
+        raise load_error(path, f"{what} is malformed (mean shape {rms.mean.shape}, var shape {rms.var.shape}).")
+    return rms
+
+
+def read_sb3_state(path: str | os.PathLike[str], vec_normalize_class: type) -> NormalizationState:
+    """Read a ``VecNormalize`` pickle written by Stable-Baselines3 (>= 2.0), without SB3 and without running code.
+
+    The file is unpickled by a :class:`RestrictedUnpickler` over :func:`allowed_globals`; then
+    only the configuration and statistics are taken from the result (and validated).
+
+    :param path: the ``.pkl`` file written by SB3's ``VecNormalize.save`` (``str`` or :class:`os.PathLike`).
+    :param vec_normalize_class: the class SB3's ``VecNormalize`` is unpickled as (vecenv's
+        :class:`~vecenv.VecNormalize`); the pickle must hold an instance of it.
+    :return: the saved state (``vecenv_version`` is None).
+    :raises NormalizationFileError: if the file references any other global (nothing has run), is a
+        vecenv file (use ``VecNormalize.load``), or is not a valid SB3 VecNormalize pickle.
+    :raises OSError: if the file cannot be opened.
+    """
+    with open(path, "rb") as file:
+        data = file.read()
+    if data[:4] == ZIP_MAGIC:
+        raise load_error(
+            path, "this is a vecenv normalization file, not an SB3 pickle: load it with VecNormalize.load."
+        )
+    allowed, forbidden = allowed_globals(vec_normalize_class), _forbidden_global(path)
+    try:
+        named = scan_pickle_globals(data)
+    except Exception as exc:
+        raise load_error(path, f"not a readable pickle; truncated or corrupt? ({type(exc).__name__}: {exc})") from exc
+    for module, name in named:
+        if (module, name) not in allowed:
+            raise forbidden(module, name)  # before anything in the file has run
+    unpickler = RestrictedUnpickler(io.BytesIO(data), allowed, forbidden)
+    try:
+        obj = unpickler.load()
+    except NormalizationFileError:
+        raise
+    except Exception as exc:
+        raise load_error(path, f"not a readable pickle; truncated or corrupt? ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(obj, vec_normalize_class):
+        raise load_error(path, f"the pickle holds a {type(obj).__name__}, expected SB3's VecNormalize.")
+    fields = vars(obj)
+    try:
+        config = {
+            "training": bool(fields["training"]),
+            "norm_obs": bool(fields["norm_obs"]),
+            "norm_reward": bool(fields["norm_reward"]),
+            "clip_obs": float(fields["clip_obs"]),
+            "clip_reward": float(fields["clip_reward"]),
+            "gamma": float(fields["gamma"]),
+            "epsilon": float(fields["epsilon"]),
+            "norm_obs_keys": None if fields.get("norm_obs_keys") is None else list(fields["norm_obs_keys"]),
+        }
+        observation_space = fields["observation_space"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise load_error(path, f"the pickled VecNormalize lacks or has an invalid {exc} attribute.") from exc
+    if not isinstance(observation_space, spaces.Space):
+        raise load_error(path, f"the pickled observation_space is a {type(observation_space).__name__}, not a space.")
+    obs_rms: ObsRms | None = None
+    if "obs_rms" in fields:
+        raw = fields["obs_rms"]
+        if isinstance(raw, dict):
+            obs_rms = {key: _sb3_rms(path, value, f"obs_rms[{key!r}]") for key, value in raw.items()}
+        else:
+            obs_rms = _sb3_rms(path, raw, "obs_rms")
+    state = NormalizationState(
+        config=config,
+        observation_space=describe_space(observation_space),
+        obs_rms=obs_rms,
+        ret_rms=_sb3_rms(path, fields.get("ret_rms"), "ret_rms"),
+    )
+    check_rms_shapes(state, path)
+    if config["norm_obs"] and obs_rms is None:
+        raise load_error(path, "norm_obs is True but the pickle holds no observation statistics (obs_rms).")
+    return state
