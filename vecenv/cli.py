@@ -8,7 +8,9 @@ what was given, and exit with status 2, without a traceback.
 
 Output paths follow one rule: missing folders are created (the folder of an output file, or an output
 folder and its parents); a path is refused, before anything runs, when that folder cannot be created or
-written to, when an output file is an existing folder, or when an output folder is an existing file.
+written to, when an output file is an existing folder, or when an output folder is an existing file
+(:func:`~vecenv.cli_args.check_output_path`; :mod:`vecenv.cli_args` holds what this command and
+``vecenv bench`` share).
 """
 
 from __future__ import annotations
@@ -29,14 +31,28 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from vecenv.bench.cli import add_bench_parser
+from vecenv.cli_args import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    UsageError,
+    check_output_path,
+    json_object,
+    make_output_folder,
+    non_negative_int,
+    positive_int,
+)
+from vecenv.env_util import make_vec_env
+from vecenv.monitor import LoadMonitorResultsError, get_monitor_files
+from vecenv.optional import MissingExtraError, import_optional
+from vecenv.plotting import plot_results
+from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 from vecenv.version import __version__
+from vecenv.wrappers.vec_check_nan import VecCheckNan
+from vecenv.wrappers.vec_normalize import VecNormalize
+from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
-EXIT_USAGE = 2
 BACKENDS = ("dummy", "subproc")
-
-
-class UsageError(Exception):
-    """A problem with the user's input: printed as one line, exit status 2."""
 
 
 class _CommandParser(argparse.ArgumentParser):
@@ -56,148 +72,140 @@ class _CommandParser(argparse.ArgumentParser):
         return parsed, extras
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(
-            f"expected a JSON object such as '{{\"max_episode_steps\": 100}}': {exc}"
-        ) from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object (a dict of keyword arguments), got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``vecenv`` command."""
+    """The argument parser of the ``vecenv`` command: ``--version`` and the sub-commands run, plot and bench."""
     parser = argparse.ArgumentParser(prog="vecenv", description="Fast, robust vectorized RL environments.")
     parser.add_argument("--version", action="version", version=f"vecenv {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
-    run = sub.add_parser(
+    _add_run_parser(sub)
+    _add_plot_parser(sub)
+    add_bench_parser(sub)
+    return parser
+
+
+def _add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``run`` sub-command to the ``vecenv`` command's sub-parsers; returns its parser."""
+    run: argparse.ArgumentParser = subparsers.add_parser(
         "run",
         help="step a Gymnasium env with random actions through a vector env and print a summary",
         description="Step ENV_ID with actions sampled from its action space through a vector env, "
         "then print env-steps/s and episode statistics.",
     )
-    run.add_argument(
+    _add_run_env_arguments(run)
+    _add_run_wrapper_arguments(run)
+    run.set_defaults(handler=cmd_run, prog=run.prog)
+    return run
+
+
+def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
+    """``vecenv run``'s env, its vector env and the steps: ENV_ID, -n, -b, -s, --seed, --env-kwargs, and the
+    subproc backend's --start-method, --n-workers and --parent-envs."""
+    parser.add_argument(
         "env_id",
         nargs="?",
         default="CartPole-v1",
         metavar="ENV_ID",
         help="registered Gymnasium env id (default: %(default)s)",
     )
-    run.add_argument(
-        "--num-envs", "-n", type=_positive_int, default=8, metavar="N", help="number of envs (default: %(default)s)"
+    parser.add_argument(
+        "--num-envs", "-n", type=positive_int, default=8, metavar="N", help="number of envs (default: %(default)s)"
     )
-    run.add_argument(
+    parser.add_argument(
         "--backend",
         "-b",
         choices=BACKENDS,
         default="subproc",
         help="dummy: in this process; subproc: worker processes (default: %(default)s)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--steps",
         "-s",
-        type=_positive_int,
+        type=positive_int,
         default=100_000,
         metavar="S",
         help="total env-steps, rounded up to a multiple of N (default: %(default)s)",
     )
-    run.add_argument(
-        "--seed", type=_non_negative_int, default=0, metavar="K", help="seed of envs and actions (default: %(default)s)"
+    parser.add_argument(
+        "--seed", type=non_negative_int, default=0, metavar="K", help="seed of envs and actions (default: %(default)s)"
     )
-    run.add_argument(
+    parser.add_argument(
         "--env-kwargs",
-        type=_json_object,
+        type=json_object,
         default=None,
         metavar="JSON",
         help="keyword arguments for gymnasium.make, as a JSON object",
     )
-    run.add_argument(
+    parser.add_argument(
         "--start-method",
         choices=mp.get_all_start_methods(),
         default=None,
         help="multiprocessing start method for the subproc backend (default: forkserver, else spawn)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--n-workers",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="W",
         help="worker processes for the subproc backend (default: one per CPU core); a W above the N - K envs in "
         "workers is said on stderr, and N - K are used",
     )
-    run.add_argument(
+    parser.add_argument(
         "--parent-envs",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=0,
         metavar="K",
         help="envs the calling process steps itself with the subproc backend (SubprocVecEnv(parent_envs=K); "
         "default: 0, every env in a worker process); must be below N",
     )
-    run.add_argument(
+
+
+def _add_run_wrapper_arguments(parser: argparse.ArgumentParser) -> None:
+    """``vecenv run``'s wrappers and the files they write or read: --monitor, --normalize, --save-normalize,
+    --load-normalize, --video, --video-length, --check-nan."""
+    parser.add_argument(
         "--monitor",
         metavar="DIR",
         default=None,
         help="write one SB3-format monitor CSV per env into DIR (make_vec_env(monitor_dir=DIR); created if missing)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--normalize", action="store_true", help="wrap the envs in VecNormalize (observations and rewards)"
     )
-    run.add_argument(
+    parser.add_argument(
         "--save-normalize",
         metavar="PATH",
         default=None,
         help="save the VecNormalize statistics to PATH after the run (implies --normalize; its folder is created "
         "if missing)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--load-normalize",
         metavar="PATH",
         default=None,
         help="start from VecNormalize statistics saved in PATH by --save-normalize (implies --normalize)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--video",
         metavar="DIR",
         default=None,
         help="record a video of the first --video-length steps into DIR (VecVideoRecorder, MP4 via OpenCV; "
         "created if missing)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--video-length",
-        type=_positive_int,
+        type=positive_int,
         default=200,
         metavar="N",
         help="steps per video; the video holds N+1 frames, as SB3's (default: %(default)s)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--check-nan", action="store_true", help="raise at the first NaN/inf in actions, observations or rewards"
     )
-    run.set_defaults(handler=cmd_run, prog=run.prog)
 
-    plot = sub.add_parser(
+
+def _add_plot_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``plot`` sub-command to the ``vecenv`` command's sub-parsers; returns its parser."""
+    plot: argparse.ArgumentParser = subparsers.add_parser(
         "plot",
         help="plot episode returns from monitor files against env-steps",
         description="Draw the episode returns found in MONITOR_DIR_OR_CSV (and a rolling mean) against "
@@ -213,15 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
         "in the folder, or the CSV's name with .png)",
     )
     plot.add_argument(
-        "--window", type=_positive_int, default=100, metavar="N", help="rolling-mean window (default: %(default)s)"
+        "--window", type=positive_int, default=100, metavar="N", help="rolling-mean window (default: %(default)s)"
     )
     plot.add_argument("--title", default=None, help="figure title")
     plot.set_defaults(handler=cmd_plot, prog=plot.prog)
-
-    from vecenv.bench.cli import add_bench_parser  # light: imports pandas/matplotlib only when run
-
-    add_bench_parser(sub)
-    return parser
+    return plot
 
 
 def _check_env_id(env_id: str) -> None:
@@ -267,58 +271,7 @@ def _summary_lines(values: dict[str, Any]) -> list[str]:
     return [f"{key + ':':<{width + 1}} {value}" for key, value in values.items()]
 
 
-# --- paths ----------------------------------------------------------------------------------------------
-
-
-def _nearest_existing(path: str) -> str:
-    """``path`` itself if it exists, else its nearest ancestor that exists (``.`` for a relative path)."""
-    path = os.path.normpath(path)
-    while not os.path.exists(path):
-        parent = os.path.dirname(path) or os.curdir
-        if parent == path:
-            break
-        path = parent
-    return path
-
-
-def check_output_path(option: str, path: str, *, folder: bool) -> None:
-    """Refuse an output path that cannot be written, before anything runs.
-
-    The rule of every output option: missing folders are created when the output is written (the output
-    folder itself for ``folder=True``, else the folder of the output file), so the path is refused only
-    when that folder cannot be created or written to, or when the path is an existing file where a folder
-    is expected (or an existing folder where a file is expected).
-
-    :param option: the option's name, as argparse shows it (e.g. ``"--monitor"``).
-    :param path: the path given.
-    :param folder: whether the output is a folder (else a file).
-    :raises UsageError: naming the option, what was expected and the path.
-    """
-    if folder:
-        expected = "a folder that exists or can be created"
-        if os.path.exists(path) and not os.path.isdir(path):
-            raise UsageError(f"argument {option}: expected {expected}, got {path!r}, which is an existing file")
-        target = path
-    else:
-        expected = "a file path whose folder exists or can be created"
-        if os.path.isdir(path):
-            raise UsageError(f"argument {option}: expected {expected}, got {path!r}, which is an existing folder")
-        target = os.path.dirname(path) or os.curdir
-    existing = _nearest_existing(target)
-    if not os.path.isdir(existing):
-        raise UsageError(f"argument {option}: expected {expected}, got {path!r}: {existing!r} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"argument {option}: expected {expected}, got {path!r}: no permission to write in the folder {existing!r}"
-        )
-
-
-def make_output_folder(option: str, folder: str) -> None:
-    """Create ``folder`` and its missing parents for ``option``; an :class:`OSError` becomes a :class:`UsageError`."""
-    try:
-        os.makedirs(folder or os.curdir, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"argument {option}: cannot create the folder {folder!r}: {exc.strerror or exc}") from None
+# --- rendering ------------------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -359,10 +312,6 @@ def _wrap_for_run(venv: Any, args: argparse.Namespace) -> _Wrapped:
 
     :raises UsageError: if ``--load-normalize`` or ``--video`` cannot be applied (``venv`` is then not closed).
     """
-    from vecenv.wrappers.vec_check_nan import VecCheckNan
-    from vecenv.wrappers.vec_normalize import VecNormalize
-    from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
-
     wrapped = _Wrapped(venv)
     if args.load_normalize is not None:
         try:
@@ -475,9 +424,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from vecenv.env_util import make_vec_env
-    from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
-
     n = args.num_envs
     iterations = math.ceil(args.steps / n)
     vec_env_kwargs: dict[str, Any] = {}
@@ -575,9 +521,6 @@ MONITOR_CSV = "a monitor CSV written by vecenv's or SB3's Monitor (a '#{...}' JS
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """``vecenv plot``: learning curve from monitor files, saved as an image."""
-    from vecenv.monitor import LoadMonitorResultsError, MissingExtraError, get_monitor_files, import_optional
-    from vecenv.plotting import plot_results
-
     try:
         import_optional("pandas", "load_results")
         import_optional("matplotlib.figure", "plot_results")
@@ -637,7 +580,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("vecenv: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader of our output went away (e.g. `vecenv run | head`): not an error of ours
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silences the flush at interpreter exit

@@ -20,16 +20,17 @@ This module imports neither pandas nor matplotlib: :func:`load_results` imports 
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import os
 import time
 from glob import escape, glob
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 from gymnasium.core import ActType, ObsType
+
+# MissingExtraError, import_optional and install_hint live in vecenv.optional; users import them from here
+from vecenv.optional import MissingExtraError, import_optional, install_hint
 
 if TYPE_CHECKING:
     # pandas ships no type information; this import is only for the annotations
@@ -41,53 +42,13 @@ __all__ = [
     "Monitor",
     "ResultsWriter",
     "get_monitor_files",
+    "import_optional",
+    "install_hint",
     "load_results",
 ]
 
 #: Every monitor file name ends with this suffix.
 MONITOR_EXT = "monitor.csv"
-
-
-#: the packages of vecenv's optional extras that its own code imports (setup.cfg has the full lists)
-_EXTRA_PACKAGES = {"plot": "pandas matplotlib", "bench": "pandas matplotlib"}
-
-
-def install_hint(extra: str) -> str:
-    """How to install what vecenv's ``extra`` adds, e.g. ``Install the "plot" extra: pip install pandas
-    matplotlib (or pip install -e ".[plot]" in a clone of vecenv)``: the packages themselves, since vecenv is
-    installed from a clone or a git URL, not from a package index."""
-    packages = _EXTRA_PACKAGES.get(extra)
-    clone = f'pip install -e ".[{extra}]" in a clone of vecenv'
-    return f'Install the "{extra}" extra: ' + (f"pip install {packages} (or {clone})" if packages else clone)
-
-
-class MissingExtraError(ImportError):
-    """An optional dependency of vecenv is not installed (the message names the extra that provides it).
-
-    :param module: the missing module, e.g. ``"pandas"``.
-    :param needed_by: what needs it, e.g. ``"load_results"``.
-    :param extra: the vecenv extra that installs it.
-    """
-
-    def __init__(self, module: str, needed_by: str, extra: str = "plot") -> None:
-        super().__init__(f"{needed_by} needs {module}, which is not installed. {install_hint(extra)}", name=module)
-        self.module = module
-        self.extra = extra
-
-
-def import_optional(module: str, needed_by: str, extra: str = "plot") -> ModuleType:
-    """Import an optional dependency, or explain which extra to install.
-
-    :param module: the module to import, e.g. ``"pandas"`` or ``"matplotlib.figure"``.
-    :param needed_by: the function that needs it (named in the error message).
-    :param extra: the vecenv extra that installs it.
-    :return: the imported module.
-    :raises MissingExtraError: if the module cannot be imported.
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingExtraError(module.partition(".")[0], needed_by, extra) from exc
 
 
 class LoadMonitorResultsError(Exception):

@@ -14,13 +14,23 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from vecenv.bench.report import write_outputs
+from vecenv.bench.runner import BenchConfig, backend_spec, default_backend_names, run_benchmark
 from vecenv.bench.workloads import WORKLOADS
-from vecenv.cli import UsageError, _positive_int, check_output_path
+from vecenv.cli_args import (
+    EXIT_CASE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    UsageError,
+    check_output_path,
+    comma_list,
+    positive_float,
+    positive_int,
+)
+from vecenv.optional import BenchDependencyError, require_bench
 
 __all__ = ["add_arguments", "add_bench_parser", "build_parser", "cmd_bench", "main"]
 
-EXIT_USAGE = 2
-EXIT_CASE_FAILED = 1
 DEFAULT_OUTPUT_DIR = "benchmarks/results"
 #: Settings of a normal run and of ``--quick`` (used for options not given on the command line).
 NORMAL = {"num_envs": [1, 4, 16, 64], "repeats": 5, "seconds": 0.5, "warmup": 0.2}
@@ -35,31 +45,6 @@ Each case runs in a fresh Python process. SB3 backends need stable-baselines3 an
 skipped (with a note) without them."""
 
 
-def _csv(convert: Any, what: str) -> Any:
-    def parse(text: str) -> list[Any]:
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, got {text!r}")
-        try:
-            return [convert(item) for item in items]
-        except (ValueError, KeyError, argparse.ArgumentTypeError) as exc:
-            raise argparse.ArgumentTypeError(
-                f"expected a comma-separated list of {what}, got {text!r}: {exc}"
-            ) from None
-
-    return parse
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
 def _workload(text: str) -> str:
     if text not in WORKLOADS:
         raise ValueError(f"unknown workload {text!r} (choose from {', '.join(WORKLOADS)})")
@@ -71,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workloads",
         "-w",
-        type=_csv(_workload, "workloads"),
+        type=comma_list(_workload, "workloads"),
         default=list(WORKLOADS),
         metavar="LIST",
         help=f"comma-separated workloads among {','.join(WORKLOADS)} (default: all)",
@@ -79,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--num-envs",
         "-n",
-        type=_csv(_positive_int, "positive integers"),
+        type=comma_list(positive_int, "positive integers"),
         default=None,
         metavar="LIST",
         help="comma-separated numbers of envs (default: 1,4,16,64; --quick: 1,4)",
@@ -87,14 +72,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backends",
         "-b",
-        type=_csv(str, "backend names"),
+        type=comma_list(str, "backend names"),
         default=None,
         metavar="LIST",
         help="comma-separated backends (default: every available one; see --list-backends)",
     )
     parser.add_argument(
         "--n-workers",
-        type=_csv(_positive_int, "positive integers"),
+        type=comma_list(positive_int, "positive integers"),
         default=[1, 4],
         metavar="LIST",
         help="n_workers of the extra vecenv-subproc-w<K> variants, when SubprocVecEnv supports it (default: 1,4)",
@@ -102,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeats",
         "-r",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="R",
         help="timed repeats per case; the median is reported (default: 5; --quick: 2)",
@@ -110,14 +95,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seconds",
         "-s",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         metavar="S",
         help="target duration of one repeat, in seconds (default: 0.5; --quick: 0.05)",
     )
     parser.add_argument(
         "--warmup",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         metavar="S",
         help="warm-up before timing, in seconds (default: 0.2; --quick: 0.02)",
@@ -132,14 +117,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="tiny settings (N=1,4, short repeats), for smoke tests")
     parser.add_argument(
         "--cpu-us",
-        type=_positive_float,
+        type=positive_float,
         default=200.0,
         metavar="US",
         help="CPU time per step of the cpu workload, in microseconds (default: %(default)g)",
     )
     parser.add_argument(
         "--case-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=300.0,
         metavar="S",
         help="kill a case that takes longer than this, in seconds (default: %(default)g)",
@@ -190,8 +175,6 @@ def _pick(args: argparse.Namespace, name: str) -> Any:
 
 
 def _list_backends(n_workers: Sequence[int]) -> int:
-    from vecenv.bench.runner import backend_spec, default_backend_names
-
     for name in default_backend_names(n_workers):
         spec = backend_spec(name)
         reason = spec.unavailable_reason()
@@ -200,9 +183,7 @@ def _list_backends(n_workers: Sequence[int]) -> int:
     return 0
 
 
-def _config(args: argparse.Namespace) -> Any:
-    from vecenv.bench.runner import BenchConfig, backend_spec
-
+def _config(args: argparse.Namespace) -> BenchConfig:
     backends = args.backends
     if backends is not None:
         if backends == ["all"]:
@@ -212,8 +193,6 @@ def _config(args: argparse.Namespace) -> Any:
                 try:
                     backend_spec(name)
                 except KeyError:
-                    from vecenv.bench.runner import default_backend_names
-
                     known = ", ".join(default_backend_names(args.n_workers))
                     raise UsageError(
                         f"unknown backend {name!r}: choose from {known}, vecenv-subproc-w<K>, or all"
@@ -238,22 +217,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     :return: 0, 1 if a case failed, 2 for a usage error or a missing dependency (one line on stderr).
     """
-    from vecenv.bench.report import BenchDependencyError, require
-
     prefix = f"{getattr(args, 'prog', 'vecenv bench')}: error:"
     if args.list_backends:
         return _list_backends(args.n_workers)
     try:
-        require("pandas")
-        require("matplotlib")
+        require_bench("pandas")
+        require_bench("matplotlib")
         config = _config(args)
         check_output_path("--output-dir/-o", args.output_dir, folder=True)
     except (BenchDependencyError, UsageError) as exc:
         print(f"{prefix} {exc}", file=sys.stderr)
         return EXIT_USAGE
-
-    from vecenv.bench.report import write_outputs
-    from vecenv.bench.runner import run_benchmark
 
     run = run_benchmark(config)
     try:
@@ -283,4 +257,4 @@ def main(argv: Sequence[str] | None = None, prog: str = "vecenv bench") -> int:
         return cmd_bench(args)
     except KeyboardInterrupt:
         print("vecenv: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
