@@ -214,7 +214,7 @@ def test_plan_skips_duplicate_and_oversized_worker_variants() -> None:
 
 def test_parent_backend_gets_one_share_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
     """vecenv-subproc-parent: parent_envs = N // cores with cores - 1 workers; not planned where N < cores."""
-    from vecenv.bench import runner
+    from vecenv.bench import backends, runner
 
     monkeypatch.setattr("vecenv.vec_env.default_n_workers", lambda parent_envs=0: 2 - bool(parent_envs))
     assert [runner.parent_share(n) for n in (1, 2, 5, 64)] == [0, 1, 2, 32]
@@ -225,7 +225,7 @@ def test_parent_backend_gets_one_share_per_core(monkeypatch: pytest.MonkeyPatch)
     planned = {(c.num_envs, c.backend) for c in cases}
     assert (4, "vecenv-subproc-parent") in planned and (1, "vecenv-subproc-parent") not in planned
     assert any("vecenv-subproc-parent runs only" in note for note in notes)
-    adapter = runner._build_vecenv_subproc_parent([lambda: CountingEnv(episode_length=4)] * 4, 0, None)
+    adapter = backends._build_vecenv_subproc_parent([lambda: CountingEnv(episode_length=4)] * 4, 0, None)
     try:
         assert adapter.venv.n_workers == 1 and len(adapter.venv.processes) == 1
         assert [type(w).__name__ for w in adapter.venv._workers] == ["InProcessWorker", "SubprocWorker"]
