@@ -15,8 +15,9 @@ START_METHODS = mp.get_all_start_methods()
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in START_METHODS else "spawn"
 #: Every backend and start method; used by the basic step/reset/autoreset and error tests.
 ALL_BACKENDS = ["dummy", *(f"subproc-{method}" for method in START_METHODS)]
-#: One entry per backend class (SubprocVecEnv with its default start method).
-BACKENDS = ["dummy", "subproc"]
+#: One entry per backend class (SubprocVecEnv with its default start method), and a test-only transport (worker
+#: threads answering through events, tests/fake_transport.py) that must pass the same contract tests.
+BACKENDS = ["dummy", "subproc", "thread"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -26,11 +27,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def build_venv(backend: str, env_fns: list[Callable]) -> vecenv.VecEnv:
-    """Build ``env_fns`` with ``backend`` ("dummy", "subproc" or "subproc-<start method>")."""
+    """Build ``env_fns`` with ``backend`` ("dummy", "subproc", "subproc-<start method>" or "thread")."""
     if backend == "dummy":
         return vecenv.DummyVecEnv(env_fns)
     if backend == "subproc":
         return vecenv.SubprocVecEnv(env_fns)
+    if backend == "thread":
+        from tests.fake_transport import ThreadVecEnv
+
+        return ThreadVecEnv(env_fns)
     assert backend.startswith("subproc-"), backend
     return vecenv.SubprocVecEnv(env_fns, start_method=backend.removeprefix("subproc-"))
 
@@ -59,5 +64,5 @@ def any_backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
-    """DummyVecEnv and SubprocVecEnv (default start method)."""
+    """DummyVecEnv, SubprocVecEnv (default start method) and the test-only thread transport."""
     return request.param

@@ -22,6 +22,10 @@ def counter_fns(n: int, **kwargs) -> list:
 
 
 def build(backend: str, fns: list, mode: AutoresetMode) -> vecenv.VecEnv:
+    if backend == "thread":
+        from tests.fake_transport import ThreadVecEnv
+
+        return ThreadVecEnv(fns, autoreset_mode=mode)
     if backend == "dummy":
         return vecenv.DummyVecEnv(fns, autoreset_mode=mode)
     method = backend.removeprefix("subproc").removeprefix("-") or None

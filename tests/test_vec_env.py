@@ -503,9 +503,10 @@ def test_render_rgb_array(backend, make_venv):
 
 
 def test_metadata(backend, make_venv):
-    """DummyVecEnv.metadata is envs[0].metadata; otherwise SB3's {"render_modes": [...]} from render_mode."""
+    """DummyVecEnv.metadata is envs[0].metadata (so is the test transport's); SubprocVecEnv's is SB3's
+    {"render_modes": [...]} from render_mode."""
     venv = make_venv(backend, counter_fns(2, render_mode="rgb_array"))
-    if backend == "dummy":
+    if backend in ("dummy", "thread"):
         assert venv.metadata == CounterEnv.metadata
     else:
         assert venv.metadata == {"render_modes": ["human", "rgb_array"]}
@@ -702,6 +703,8 @@ def test_sb3_state_attributes(backend, make_venv):
     if backend == "dummy":
         assert [env.offset for env in venv.envs] == [0, 1]
         return
+    if backend != "subproc":
+        pytest.skip("processes, waiting and closed are SubprocVecEnv's attributes")
     assert len(venv.processes) == 2
     assert venv.waiting is False
     venv.step_async(np.array([0, 0]))

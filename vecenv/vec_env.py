@@ -12,13 +12,11 @@ import enum
 import math
 import multiprocessing as mp
 import os
-import select
 import time
 import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from multiprocessing.connection import wait as mp_wait
 from operator import methodcaller
 from typing import Any
 
@@ -66,48 +64,39 @@ class AsyncState(enum.Enum):
 _SHARED_STEP = (None, None)
 
 
+def _wait_ready(workers: Sequence[Worker], timeout: float | None) -> list[int]:
+    """The positions of ``workers`` (each with a request pending) whose reply is ready or that ended, waiting up
+    to ``timeout`` seconds for one; empty when the timeout passed. Each transport waits its own way
+    (:meth:`Worker.wait_any`); workers of different transports are polled."""
+    waits = {type(worker).wait_any for worker in workers}
+    wait = waits.pop() if len(waits) == 1 else Worker.wait_any
+    return wait(workers, timeout)
+
+
 def _ready_order(workers: Sequence[Worker]) -> Iterator[int]:
     """The positions ``0..len(workers)-1`` in the order the workers' replies become ready to collect.
 
-    Workers that never block (in-process, or nothing pending) come first, in order; then each worker process as
-    its reply arrives or its process ends, so a worker that died is seen at once even while another one is still
-    inside a long env step. When nothing arrives before the earliest reply deadline (``step_timeout`` /
-    ``reset_timeout``), the first worker still waited for comes next: its ``recv`` enforces the timeout.
+    Workers that never block (in-process, or nothing pending) come first, in order; then the others as their
+    replies arrive or they end, so a worker that died is seen at once even while another one is still inside a
+    long env step. When nothing arrives before the earliest reply deadline (``step_timeout`` /
+    ``reset_timeout``), that worker comes next: its ``recv`` enforces the timeout.
     """
-    waiting: dict[int, tuple[int, ...]] = {}
+    waiting: list[int] = []
     for k, worker in enumerate(workers):
-        fds = worker.wait_handles() if worker.pending is not None else None
-        if fds is None:
+        if worker.pending is None or not worker.blocks:
             yield k
         else:
-            waiting[k] = fds
-    if len(waiting) < 2:
-        yield from waiting
-        return
-    poller = select.poll()
-    owner: dict[int, int] = {}
-    for k, fds in waiting.items():
-        for fd in fds:
-            poller.register(fd, _POLLIN)
-            owner[fd] = k
-    deadlines = [d for d in (workers[k].reply_deadline for k in waiting) if d is not None]
+            waiting.append(k)
     while len(waiting) > 1:
-        timeout = None if not deadlines else max(0, int((min(deadlines) - time.monotonic()) * 1000) + 1)
-        ready = poller.poll(timeout)
+        deadlines = [d for d in (workers[k].reply_deadline for k in waiting) if d is not None]
+        timeout = None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
+        ready = _wait_ready([workers[k] for k in waiting], timeout)
         if not ready:  # the earliest deadline passed: that worker's recv times out now
-            late = min(waiting, key=lambda k: workers[k].reply_deadline or math.inf)
-            ready = [(waiting[late][0], 0)]
-        for fd, _ in ready:
-            k = owner[fd]
-            fds = waiting.pop(k, None)
-            if fds is not None:
-                for other in fds:
-                    poller.unregister(other)
-                yield k
+            ready = [min(range(len(waiting)), key=lambda p: workers[waiting[p]].reply_deadline or math.inf)]
+        chosen = [waiting[p] for p in ready]
+        waiting = [k for k in waiting if k not in chosen]
+        yield from chosen
     yield from waiting
-
-
-_POLLIN = select.POLLIN
 
 
 def _call_all(fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker]) -> list[Any]:
@@ -982,43 +971,25 @@ class WorkerVecEnv(VecEnv):
 
         :return: whether everything was ready in time.
         """
-        waiting: dict[int, tuple[int, ...]] = {}
-        for w, worker in enumerate(self._workers):
-            fds = worker.wait_handles() if worker.pending is not None else None
-            if fds is not None:
-                waiting[w] = fds
+        waiting = [w for w, worker in enumerate(self._workers) if worker.pending is not None and worker.blocks]
         deadline = None if timeout is None else time.monotonic() + timeout
-        poller = select.poll()
-        owner: dict[int, int] = {}
-        for w, fds in waiting.items():
-            for fd in fds:
-                poller.register(fd, select.POLLIN)
-                owner[fd] = w
         while waiting:
-            remaining = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
-            ready = poller.poll(remaining)
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready = _wait_ready([self._workers[w] for w in waiting], remaining)
             if not ready:
                 return False
-            for fd, _ in ready:
-                w = owner[fd]
-                if w not in waiting:
-                    continue
-                if fd != waiting[w][0]:  # a process sentinel: a worker died, and collecting raises at once
-                    return True
-                for handle in waiting.pop(w):
-                    poller.unregister(handle)
+            if any(self._workers[waiting[p]].has_ended() for p in ready):
+                return True  # a worker died: collecting raises at once, whatever the others do
+            waiting = [w for p, w in enumerate(waiting) if p not in ready]
         return True
 
     def _wait_any(self) -> int:
         """Index of a worker in flight whose reply is ready (or that died)."""
-        handles: dict[Any, int] = {}
-        for w in self._in_flight:
-            worker_handles = self._workers[w].wait_handles()
-            if worker_handles is None:  # in-process: executes when asked
+        in_flight = list(self._in_flight)
+        for w in in_flight:
+            if not self._workers[w].blocks:  # in-process: executes when asked
                 return w
-            for handle in worker_handles:
-                handles[handle] = w
-        return handles[mp_wait(list(handles))[0]]
+        return in_flight[_wait_ready([self._workers[w] for w in in_flight], None)[0]]
 
     def _drain_partial(self) -> None:
         """Collect and drop every partial result in flight (used by reset)."""

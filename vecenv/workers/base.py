@@ -8,6 +8,7 @@ the env's error). STEP and RESET replies fill the buffer views in place.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -56,13 +57,35 @@ class Worker(ABC):
         """
         return None
 
-    def wait_handles(self) -> tuple[int, ...] | None:
-        """File descriptors that become readable when the reply to the last :meth:`send` is ready (the first)
-        or the worker has ended (the others), for :func:`select.poll` / :func:`multiprocessing.connection.wait`.
+    #: False for a worker whose :meth:`recv` runs the request itself and so never waits for a reply (the
+    #: in-process worker): the vector env collects such workers first, while the others work
+    blocks: bool = True
 
-        None if :meth:`recv` never blocks (the in-process worker runs the request when asked).
+    def reply_ready(self) -> bool:
+        """Whether :meth:`recv` would return at once: the reply to the last :meth:`send` has arrived, or the
+        worker has ended (then :meth:`recv` raises). Never waits."""
+        return True
+
+    def has_ended(self) -> bool:
+        """Whether the worker is gone (its process ended, its actor died): its reply will never come."""
+        return not self.usable
+
+    @classmethod
+    def wait_any(cls, workers: Sequence[Worker], timeout: float | None) -> list[int]:
+        """Wait until the reply of at least one of ``workers`` (instances of this class, each with a request
+        pending) is ready or its worker ended, or ``timeout`` seconds (None: no limit) passed.
+
+        Each transport waits its own way (file descriptors, object references, events); this default polls
+        :meth:`reply_ready` every millisecond.
+
+        :return: the positions in ``workers`` that are ready (empty when the timeout passed first).
         """
-        return None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            ready = [k for k, worker in enumerate(workers) if worker.reply_ready()]
+            if ready or (deadline is not None and time.monotonic() >= deadline):
+                return ready
+            time.sleep(0.001)
 
     @property
     def reply_deadline(self) -> float | None:
@@ -103,8 +126,6 @@ def shutdown_workers(workers: Sequence[Worker], timeout: float = 5.0) -> None:
 
     Used by ``close()`` and, through :func:`weakref.finalize`, at garbage collection and interpreter exit.
     """
-    import time
-
     deadline = time.monotonic() + timeout
     for worker in workers:
         worker.shutdown_begin()

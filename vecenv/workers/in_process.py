@@ -45,6 +45,9 @@ class InProcessWorker(Worker):
         group.terminations, group.truncations = terminations, truncations
         group.forget_flags()  # new arrays: let the next step clear them
 
+    #: recv() runs the request: it never waits for a reply
+    blocks = False
+
     @property
     def pending(self) -> Command | None:
         return self._command

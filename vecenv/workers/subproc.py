@@ -366,6 +366,9 @@ def _script_without_main_guard() -> str | None:
     return None if _MAIN_GUARD.search(source) else path
 
 
+_POLLIN = select.POLLIN
+
+
 def _describe_exit(exitcode: int | None) -> str:
     if exitcode is None:
         return "is unresponsive"
@@ -476,8 +479,32 @@ class SubprocWorker(Worker):
         if obs_in_shm and shared.terminal_obs is not None:
             self._terminal_obs = shared.terminal_obs[start:stop]
 
-    def wait_handles(self) -> tuple[int, ...]:
-        return (self._conn_fd, self.process.sentinel)
+    def reply_ready(self) -> bool:
+        if self._lost is not None or self._poller is None:
+            return True
+        return bool(self._poller.poll(0))
+
+    def has_ended(self) -> bool:
+        return self._lost is not None or not self.process.is_alive()
+
+    @classmethod
+    def wait_any(cls, workers: Sequence[Worker], timeout: float | None) -> list[int]:
+        """One ``poll(2)`` over every worker's reply pipe and process sentinel (a worker that died is ready)."""
+        poller = select.poll()
+        owner: dict[int, int] = {}
+        ready: set[int] = set()
+        for k, worker in enumerate(workers):
+            assert isinstance(worker, SubprocWorker)
+            if worker._lost is not None or worker._poller is None:
+                ready.add(k)  # killed or found dead: recv() raises at once
+                continue
+            for fd in (worker._conn_fd, worker.process.sentinel):
+                poller.register(fd, _POLLIN)
+                owner[fd] = k
+        if ready:
+            return sorted(ready)
+        wait_ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
+        return sorted({owner[fd] for fd, _ in poller.poll(wait_ms)})
 
     @property
     def reply_deadline(self) -> float | None:
