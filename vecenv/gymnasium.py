@@ -33,7 +33,6 @@ from gymnasium.vector.utils import batch_differing_spaces, batch_space, create_s
 
 from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError
 from vecenv.protocol import Command
-from vecenv.spaces import batch_copy
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv, WorkerVecEnv, default_n_workers
 
 __all__ = ["AsyncVectorEnv", "SyncVectorEnv"]
@@ -353,17 +352,13 @@ class _VecenvVectorEnv(VectorEnv):
         """Give the coming reset of ``env_ids`` (all if None) its seeds / options; seeds / options set earlier by
         :meth:`seed` / :meth:`set_options` first go to the envs as pending (used where the reset passes none)."""
         venv = self._venv
-        venv._prepare_reset(env_ids)
-        if venv._pending_seeds_or_options:
-            venv._push_pending()
+        venv.prepare_reset(env_ids)
+        venv.push_staged()
         venv.seed(seeds)
         venv.set_options(options)
 
     def _clear_reset_args(self) -> None:
-        venv = self._venv
-        venv._reset_seeds()
-        venv._reset_options()
-        venv._pending_seeds_or_options = False
+        self._venv.clear_staged()
 
     def _reset_return(self, env_ids: list[int] | None) -> tuple[Any, dict[str, Any]]:
         venv = self._venv
@@ -371,7 +366,7 @@ class _VecenvVectorEnv(VectorEnv):
         reset_infos = venv.reset_infos
         for i in range(self.num_envs) if env_ids is None else env_ids:
             infos = self._add_info(infos, reset_infos[i], i)
-        return self._convert_obs(batch_copy(venv._obs_buffer)), infos
+        return self._convert_obs(venv.current_obs()), infos
 
     def _convert_actions(self, actions: Any) -> Any:
         """Gymnasium's batched actions in a layout vecenv takes (arrays as they are, else one action per env)."""
@@ -383,8 +378,8 @@ class _VecenvVectorEnv(VectorEnv):
         self, obs: Any, rewards: np.ndarray, dones: np.ndarray, step_infos: list[dict[str, Any]]
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         venv = self._venv
-        terminations = venv._terminations.copy()
-        truncations = venv._truncations.copy()
+        terminations = venv.terminations
+        truncations = venv.truncations
         return self._convert_obs(obs), rewards, terminations, truncations, self._step_infos(step_infos, dones)
 
     def _step_infos(self, step_infos: list[dict[str, Any]], dones: np.ndarray) -> dict[str, Any]:
@@ -436,7 +431,7 @@ class _VecenvVectorEnv(VectorEnv):
             if len(seeds) != n:
                 raise ValueError(f"seed([...]) must give one seed (or None) per env: expected {n}, got {len(seeds)}")
         venv = self._venv
-        earlier = venv._seeds if venv._pending_seeds_or_options else [None] * n
+        earlier = venv.staged_seeds
         venv.seed([s if s is not None else e for s, e in zip(seeds, earlier, strict=True)])
         return seeds
 
@@ -460,7 +455,7 @@ class _VecenvVectorEnv(VectorEnv):
                 f"set_options([...]) must give one dict (or None) per env: expected {n}, got {len(entries)}"
             )
         venv = self._venv
-        earlier = venv._options if venv._pending_seeds_or_options else [{}] * n
+        earlier = venv.staged_options
         venv.set_options([dict(o) if o else dict(e) for o, e in zip(entries, earlier, strict=True)])
 
     # --- Gymnasium's attributes -------------------------------------------------------------------------
@@ -600,7 +595,7 @@ class SyncVectorEnv(_VecenvVectorEnv):
         env_ids, options = self._split_options(options)
         self._load_reset_args(seeds, options, env_ids)
         try:
-            self._venv._reset_envs(env_ids)
+            self._venv.reset_envs(env_ids)
         finally:
             self._clear_reset_args()
         if env_ids is None:
@@ -868,7 +863,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
     def _wait(self, timeout: float | None, what: str) -> None:
         """Wait up to ``timeout`` s for every worker's reply, then leave the pending state; on time-out the call
         stays pending."""
-        if timeout is not None and not self._venv._wait_replies(timeout):
+        if timeout is not None and not self._venv.wait_until_ready(timeout):
             raise multiprocessing.TimeoutError(f"The call to `{what}` has timed out after {timeout} second(s).")
         self._state = AsyncState.DEFAULT
 
@@ -906,7 +901,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
         venv = self._venv
         self._load_reset_args(seeds, options, env_ids)
         try:
-            requests = venv._send_reset(env_ids)
+            requests = venv.start_reset(env_ids)
         finally:
             self._clear_reset_args()
         self._reset_requests, self._reset_ids = requests, env_ids
@@ -924,7 +919,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
         """
         self._expect_pending(AsyncState.WAITING_RESET, "reset_wait", "reset_async")
         self._wait(timeout, "reset_wait")
-        self._venv._collect_reset(self._reset_requests)
+        self._venv.finish_reset(self._reset_requests)
         return self._reset_return(self._reset_ids)
 
     # --- step -----------------------------------------------------------------------------------------
@@ -997,7 +992,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
                 f"Trying to call function `{name}` with `call`, use `{name}` directly instead."
             )
         else:
-            self._call_token = self._venv._start_call(Command.ENV_METHOD, None, name, args, kwargs)
+            self._call_token = self._venv.start_call(Command.ENV_METHOD, None, name, args, kwargs)
         self._state = AsyncState.WAITING_CALL
 
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
@@ -1017,7 +1012,7 @@ class AsyncVectorEnv(_VecenvVectorEnv):
             raise self._call_error
         self._wait(timeout, "call_wait")
         try:
-            values = self._venv._finish_call(self._call_token)
+            values = self._venv.finish_call(self._call_token)
         except TypeError as error:
             # Gymnasium's call() returns an attribute that is not callable
             if not _NOT_CALLABLE.search(str(error)):

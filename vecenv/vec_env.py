@@ -58,7 +58,17 @@ class AsyncState(enum.Enum):
     WAITING_STEP = "waiting_step"
     #: partial batches in flight or received but not yet returned by ``recv()``
     PARTIAL = "partial"
+    #: a reset started by :meth:`WorkerVecEnv.start_reset` and not finished yet
+    WAITING_RESET = "waiting_reset"
+    #: a call started by :meth:`WorkerVecEnv.start_call` and not finished yet
+    WAITING_CALL = "waiting_call"
 
+
+#: the RESET requests :meth:`WorkerVecEnv.start_reset` sent: ``(worker, local env ids or None for all, payload)``
+ResetRequests = list[tuple[int, list[int] | None, Any]]
+#: a call :meth:`WorkerVecEnv.start_call` started: ``(command, number of envs, [(worker, payload, [(position,
+#: local env id)])])``
+CallRequests = tuple[Command, int, list[tuple[int, Any, list[tuple[int, int]]]]]
 
 # the STEP payload when actions travel through shared memory: no pickled actions, every env of the worker
 _SHARED_STEP = (None, None)
@@ -285,6 +295,11 @@ class WorkerVecEnv(VecEnv):
             raise AlreadyPendingCallError(
                 f"Cannot call {what}() while partial batches are in flight: recv() them first (or reset())."
             )
+        if self._state is not AsyncState.IDLE:
+            request = "reset" if self._state is AsyncState.WAITING_RESET else "call"
+            raise AlreadyPendingCallError(
+                f"Cannot call {what}() while a {request} is in flight: finish it first (finish_{request}())."
+            )
 
     # --- stepping -----------------------------------------------------------------------------------
 
@@ -423,7 +438,8 @@ class WorkerVecEnv(VecEnv):
         self._state = AsyncState.IDLE
 
     def _discard_pending_step(self) -> None:
-        """``reset()`` with a step pending: collect the workers' replies and drop them."""
+        """``reset()`` with a step (or a started reset / call) pending: collect the workers' replies and drop
+        them."""
         self._state = AsyncState.IDLE
         with contextlib.suppress(Exception):
             _gather([worker for worker in self._workers if worker.pending is not None])
@@ -636,17 +652,25 @@ class WorkerVecEnv(VecEnv):
         :return: the first observations, ``(num_envs, *obs_shape)`` (dict / tuple of arrays for Dict / Tuple).
         """
         self._check_open("reset")
-        if self._state is AsyncState.WAITING_STEP:
+        if self._state in (AsyncState.WAITING_STEP, AsyncState.WAITING_RESET, AsyncState.WAITING_CALL):
             self._discard_pending_step()
         self._drain_partial()
-        self._reset_envs(None)
+        self.reset_envs(None)
         return batch_copy(self._obs_buffer)
 
-    def _reset_envs(self, env_ids: Sequence[int] | None) -> None:
-        """Reset the envs ``env_ids`` (all if None) with the pending seeds / options, which are then forgotten."""
-        self._collect_reset(self._send_reset(env_ids))
+    # --- the engine API: what vecenv's Gymnasium layer and adapters build on ---------------------------------
+    #
+    # Resets and calls in two halves (the state machine knows each request in flight), waiting with a
+    # timeout, and the seeds / options staged by seed() / set_options() for the envs' next resets.
 
-    def _prepare_reset(self, env_ids: Sequence[int] | None) -> None:
+    def reset_envs(self, env_ids: Sequence[int] | None) -> None:
+        """Reset the envs ``env_ids`` (all if None) with the staged seeds / options, which are then forgotten.
+
+        :raises AlreadyPendingCallError: if a step, a partial batch, a reset or a call is in flight.
+        """
+        self.finish_reset(self.start_reset(env_ids))
+
+    def prepare_reset(self, env_ids: Sequence[int] | None) -> None:
         """Before resetting ``env_ids`` (all if None): what those envs hold is dropped; the others keep theirs."""
         if env_ids is None:
             self._forget_results()
@@ -656,14 +680,17 @@ class WorkerVecEnv(VecEnv):
         for env_id in env_ids:
             self._held.pop(env_id, None)
 
-    def _send_reset(self, env_ids: Sequence[int] | None) -> list[tuple[int, list[int] | None, Any]]:
-        """First half of :meth:`_reset_envs`: send the RESET requests (a dead worker is restarted, budget allowing,
-        which resets its envs with the same seeds / options).
+    def start_reset(self, env_ids: Sequence[int] | None) -> ResetRequests:
+        """First half of :meth:`reset_envs`: send the RESET requests with the staged seeds / options, which are then
+        forgotten (a dead worker is restarted, budget allowing, which resets its envs with the same ones). The
+        vector env then waits for :meth:`finish_reset`.
 
-        :return: the requests ``(worker, local ids or None, payload)`` to pass to :meth:`_collect_reset`.
+        :return: the requests ``(worker, local ids or None, payload)`` to pass to :meth:`finish_reset`.
+        :raises AlreadyPendingCallError: if a step, a partial batch, a reset or a call is in flight.
         """
+        self._check_idle("reset")
         self._check_seeds_and_options()
-        self._prepare_reset(env_ids)
+        self.prepare_reset(env_ids)
         workers, slices = self._workers, self._slices
         requests: list[tuple[int, list[int] | None]]
         if env_ids is None:
@@ -688,14 +715,17 @@ class WorkerVecEnv(VecEnv):
                     continue
                 sent.append((w, local_ids, payload))
         finally:
-            self._reset_seeds()
-            self._reset_options()
-            self._pending_seeds_or_options = False
+            self.clear_staged()
+            self._state = AsyncState.WAITING_RESET if any(workers[w].pending for w, _, _ in sent) else self._state
         return sent
 
-    def _collect_reset(self, requests: list[tuple[int, list[int] | None, Any]]) -> None:
-        """Second half of :meth:`_reset_envs`: wait for the replies and store the reset infos (a worker that died
-        resetting is restarted, budget allowing, with the same seeds / options)."""
+    def finish_reset(self, requests: ResetRequests) -> None:
+        """Second half of :meth:`reset_envs`: wait for the replies and store the reset infos (a worker that died
+        resetting is restarted, budget allowing, with the same seeds / options). The vector env is idle again,
+        whether this returns or raises.
+        """
+        if self._state is AsyncState.WAITING_RESET:
+            self._state = AsyncState.IDLE
         reset_infos = self.reset_infos
 
         def collect(request: tuple[int, list[int] | None, Any]) -> None:
@@ -780,6 +810,34 @@ class WorkerVecEnv(VecEnv):
         super().set_options(options)
         self._pending_seeds_or_options = True
 
+    @property
+    def staged_seeds(self) -> list[int | None]:
+        """The seeds :meth:`seed` set that no env has received yet, one per env (None: none for that env)."""
+        return list(self._seeds) if self._pending_seeds_or_options else [None] * self.num_envs
+
+    @property
+    def staged_options(self) -> list[dict[str, Any]]:
+        """The options :meth:`set_options` set that no env has received yet, one dict per env (empty: none)."""
+        if not self._pending_seeds_or_options:
+            return [{} for _ in range(self.num_envs)]
+        return [dict(o) for o in self._options]
+
+    def clear_staged(self) -> None:
+        """Forget the seeds / options staged by :meth:`seed` / :meth:`set_options`."""
+        self._reset_seeds()
+        self._reset_options()
+        self._pending_seeds_or_options = False
+
+    def push_staged(self) -> None:
+        """Hand the staged seeds / options to the envs now, for their next reset, whichever comes first (the
+        caller's or an automatic one); nothing to do when none are staged."""
+        if self._pending_seeds_or_options:
+            self._push_pending()
+
+    def current_obs(self) -> VecEnvObs:
+        """A copy of the observations the envs returned last, ``(num_envs, *obs_shape)``."""
+        return batch_copy(self._obs_buffer)
+
     # --- partial batches (EnvPool's send / recv contract) --------------------------------------------
 
     @property
@@ -818,9 +876,7 @@ class WorkerVecEnv(VecEnv):
                 self._in_flight[w] = (Command.RESET, list(range(start, stop)), payload)
         finally:
             self._state = AsyncState.PARTIAL if self._in_flight or self._ready else AsyncState.IDLE
-            self._reset_seeds()
-            self._reset_options()
-            self._pending_seeds_or_options = False
+            self.clear_staged()
 
     def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
         """Start stepping only the envs ``env_ids``; env ``env_ids[k]`` receives ``actions[k]`` (EnvPool's ``send``).
@@ -963,7 +1019,7 @@ class WorkerVecEnv(VecEnv):
         index = np.asarray(env_ids, dtype=np.int64)
         return batch_take(self._obs_buffer, index), self._rewards[index], self._dones[index], infos, index
 
-    def _wait_replies(self, timeout: float | None) -> bool:
+    def wait_until_ready(self, timeout: float | None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) until every worker has its reply ready (or died).
 
         Nothing is consumed: the replies are collected afterwards as usual. In-process workers are always
@@ -1033,12 +1089,15 @@ class WorkerVecEnv(VecEnv):
 
     def _call(self, command: Command, indices: VecEnvIndices, *args: Any) -> list[Any]:
         """Run ``command`` with payload ``(*args, local_indices)`` on the workers owning ``indices``."""
-        return self._finish_call(self._start_call(command, indices, *args))
+        return self.finish_call(self.start_call(command, indices, *args))
 
-    def _start_call(self, command: Command, indices: VecEnvIndices, *args: Any) -> tuple[Any, ...]:
-        """First half of :meth:`_call`: send the requests (a dead worker goes through the restart rule).
+    def start_call(self, command: Command, indices: VecEnvIndices, *args: Any) -> CallRequests:
+        """First half of a call on sub-envs (``get_attr``, ``env_method``, ...): send ``command`` with payload
+        ``(*args, local_indices)`` to the workers owning ``indices`` (a dead worker goes through the restart
+        rule). The vector env then waits for :meth:`finish_call`.
 
-        :return: what :meth:`_finish_call` needs.
+        :return: what :meth:`finish_call` needs.
+        :raises AlreadyPendingCallError: if a step, a partial batch, a reset or a call is in flight.
         """
         self._check_idle(command.label)
         if self._unsettled:
@@ -1051,11 +1110,17 @@ class WorkerVecEnv(VecEnv):
         requests = [(w, (*args, [local for _, local in items]), items) for w, items in by_worker.items()]
         for w, payload, _ in requests:
             self._send_to(w, command, payload)
+        self._state = AsyncState.WAITING_CALL
         return command, len(targets), requests
 
-    def _finish_call(self, call: tuple[Any, ...]) -> list[Any]:
-        """Second half of :meth:`_call`: collect every reply (a worker that died answering is restarted, budget
-        allowing, and asked again), then raise the first error if any."""
+    def finish_call(self, call: CallRequests) -> list[Any]:
+        """Second half of a call: collect every reply (a worker that died answering is restarted, budget allowing,
+        and asked again), then raise the first error if any. The vector env is idle again either way.
+
+        :return: one value per addressed env, in the order of the indices given to :meth:`start_call`.
+        """
+        if self._state is AsyncState.WAITING_CALL:
+            self._state = AsyncState.IDLE
         command, n, requests = call
         results: list[Any] = [None] * n
 

@@ -217,19 +217,7 @@ class VecEnvToGymnasium(VectorEnv):
     def _apply_seeds(self, seeds: list[int | None]) -> None:
         if all(s is None for s in seeds):
             return
-        first = seeds[0]
-        if first is not None and seeds == [first + i for i in range(self.num_envs)]:
-            self.venv.seed(first)  # vecenv's own rule: env i gets seed + i
-            return
-        # vecenv's seed() takes a base seed only; VecEnv keeps the per-env seeds of the next reset in
-        # `_seeds` (what seed() writes), so set them there on the base env, which is the one that resets
-        base = self.venv.unwrapped
-        if not isinstance(getattr(base, "_seeds", None), list):
-            raise ValueError(
-                f"reset(seed={seeds!r}): {type(base).__name__} offers no way to set one seed per env; "
-                "pass an int (env i gets seed + i)"
-            )
-        base._seeds = list(seeds)
+        self.venv.seed(seeds)  # vecenv's seed() takes one seed (or None) per env
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env (``venv.step(actions)``); finished envs reset in the same step.
