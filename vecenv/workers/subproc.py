@@ -333,7 +333,7 @@ def worker_main(
         conn.close()
 
 
-class _SharedFd:
+class SharedFd:
     """The shared block's file descriptor, kept open so restarted workers can map the block; closed once."""
 
     def __init__(self, fd: int) -> None:
@@ -406,7 +406,7 @@ class SubprocWorker(Worker):
         self.step_timeout: float | None = None
         self.reset_timeout: float | None = None
         #: kept for :meth:`restart`: the shared block (fd stays open until shutdown) and its arguments
-        self._shared: tuple[SharedBatch, _SharedFd, bool] | None = None
+        self._shared: tuple[SharedBatch, SharedFd, bool] | None = None
         self._start_process()
         self._pending: Command | None = None
         # when recv() gives up on the pending STEP / RESET reply (monotonic seconds; None: never)
@@ -462,7 +462,7 @@ class SubprocWorker(Worker):
         spaces: tuple[gym.Space, gym.Space] = self._reply(self._recv_raw("env construction"))
         return spaces
 
-    def setup_shared(self, shared: SharedBatch, fd: _SharedFd, obs_in_shm: bool) -> None:
+    def setup_shared(self, shared: SharedBatch, fd: SharedFd, obs_in_shm: bool) -> None:
         """Send the shared batch's fd; from now on the worker writes its rows of ``shared`` in place."""
         self._shared = (shared, fd, obs_in_shm)
         start, stop = self.env_indices[0], self.env_indices[-1] + 1

@@ -1,0 +1,104 @@
+"""SB3's ``DummyVecEnv``: every env in the calling process, stepped one after another in ``step_wait``."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from vecenv.base import VecEnvStepReturn
+from vecenv.spaces import (
+    buffer_as_obs_dict,
+    obs_space_info,
+    split_actions,
+)
+from vecenv.worker_vec_env import AsyncState, WorkerVecEnv, check_env_fns, checked_autoreset_mode
+from vecenv.workers import InProcessWorker
+
+__all__ = ["DummyVecEnv"]
+
+
+class DummyVecEnv(WorkerVecEnv):
+    """Steps every env in sequence in the calling process (Stable-Baselines3's ``DummyVecEnv``).
+
+    Best for cheap envs, where inter-process communication costs more than the env itself.
+
+    :param env_fns: callables that each return a new ``gymnasium.Env``.
+    :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`):
+        ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/semantics.md (step and
+        reset) and docs/gymnasium-api.md (autoreset modes).
+    :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
+        ``gymnasium.Env`` (the message names the index).
+    :raises ValueError: if two callables return the same env instance, the envs' spaces differ, or
+        ``autoreset_mode`` is unknown.
+    """
+
+    def __init__(
+        self,
+        env_fns: list[Callable[[], gym.Env]],
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+    ) -> None:
+        env_fns = check_env_fns(env_fns)
+        worker = InProcessWorker(env_fns, range(len(env_fns)), checked_autoreset_mode(autoreset_mode))
+        group = worker.group
+        rewards = np.zeros((len(env_fns),), dtype=self.rewards_dtype)
+        buffers = (group.obs, rewards, group.dones, group.terminations, group.truncations)
+        super().__init__([worker], group.observation_space, group.action_space, buffers)
+        self._group = group
+        self.envs = group.envs
+        if not self.nested_spaces:  # SB3's attributes (defined for SB3's non-nested spaces)
+            self.keys, _, _ = obs_space_info(self.observation_space)
+            self.buf_obs: OrderedDict[Any, np.ndarray] = buffer_as_obs_dict(self.observation_space, self._obs_buffer)
+        self.buf_rews = self._rewards
+        self.buf_dones = self._dones
+        self.metadata = self.envs[0].metadata
+
+    # the one group steps in the calling thread: step_async / step_wait call it directly, without going
+    # through the worker interface (less work per step: docs/performance.md)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Check and record the actions; the envs step in :meth:`step_wait` (as in SB3's DummyVecEnv).
+
+        :param actions: as :meth:`WorkerVecEnv.step_async`.
+        :raises AlreadyPendingCallError: if a step is already pending.
+        :raises ValueError: as :meth:`WorkerVecEnv.step_async`, before anything reaches an env.
+        """
+        self._begin_step(actions)
+        self.actions = actions
+        self._state = AsyncState.WAITING_STEP
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Step every env with the actions given to :meth:`step_async`.
+
+        :return: as :meth:`WorkerVecEnv.step_wait`.
+        :raises NoAsyncCallError: if no step is pending.
+        :raises BaseException: an env's exception, with a note naming the env, or an interruption (Ctrl-C). The
+            envs before it have stepped: the next step returns their results instead of stepping them again;
+            it steps the env that raised and those after it (see docs/reliability.md).
+        """
+        self._take_pending_step()
+        actions = self.actions
+        if self._held:  # a step raised before: the envs that hold its results are not stepped again
+            self._send_steps(actions)
+            return self._collect_steps()
+        if self._composite_actions:
+            actions = split_actions(self.action_space, actions, 0, self.num_envs)
+        try:
+            infos, self.reset_infos[:] = self._group.step(actions)
+        except BaseException:
+            self._hold_partial(0)
+            raise
+        return self._step_result(infos)
+
+    def _discard_pending_step(self) -> None:
+        # the envs have not stepped yet: the recorded actions are dropped (SB3's DummyVecEnv)
+        self._state = AsyncState.IDLE
+
+    @property
+    def buf_infos(self) -> list[dict[str, Any]]:
+        """The infos returned by the last step (SB3 attribute)."""
+        return self._last_infos

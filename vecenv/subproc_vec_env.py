@@ -1,0 +1,205 @@
+"""SB3's ``SubprocVecEnv``: groups of envs in worker processes, with shared memory, timeouts and restarts."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+from collections.abc import Callable
+from operator import methodcaller
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from vecenv.env_group import check_same_spaces
+from vecenv.shared_memory import SharedBatch
+from vecenv.spaces import (
+    create_batch_buffer,
+)
+from vecenv.worker_vec_env import WorkerVecEnv, call_all, check_env_fns, checked_autoreset_mode, checked_batch_size
+from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers
+from vecenv.workers.subproc import SharedFd
+
+__all__ = ["SubprocVecEnv", "default_n_workers", "split_groups"]
+
+
+def default_n_workers(parent_envs: int = 0) -> int:
+    """The default number of worker processes: the CPU cores this process may run on, minus the one it uses
+    itself when it steps envs (``parent_envs``), at least one."""
+    # (macOS has no sched_getaffinity)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores - (1 if parent_envs else 0))
+
+
+def split_groups(num_envs: int, n_workers: int) -> list[list[int]]:
+    """Split env indices ``0..num_envs-1`` into ``n_workers`` contiguous groups whose sizes differ by at most one.
+
+    >>> split_groups(5, 2)
+    [[0, 1, 2], [3, 4]]
+    """
+    base, extra = divmod(num_envs, n_workers)
+    groups, start = [], 0
+    for w in range(n_workers):
+        stop = start + base + (1 if w < extra else 0)
+        groups.append(list(range(start, stop)))
+        start = stop
+    return groups
+
+
+class SubprocVecEnv(WorkerVecEnv):
+    """Runs the envs in worker processes, several envs per process (Stable-Baselines3's ``SubprocVecEnv``).
+
+    Envs are split into ``n_workers`` contiguous groups; each worker process steps its group with the
+    same code as :class:`DummyVecEnv`, writing observations, rewards and dones in place into shared
+    memory, so a step costs one small message each way per worker and no pickling of arrays.
+    Results are identical to :class:`DummyVecEnv` for the same env factories, seeds and actions.
+
+    Worker processes ignore SIGINT, die with the parent, and are ended by :meth:`close`, at garbage
+    collection or at interpreter exit. An exception raised by an env is re-raised here with its own
+    type and message, a note naming the env index, and the worker's traceback chained as cause.
+
+    .. warning:: With the ``forkserver`` and ``spawn`` start methods, scripts must guard their entry
+        point with ``if __name__ == "__main__":`` and env factories must be picklable by cloudpickle.
+
+    :param env_fns: callables that each return a new ``gymnasium.Env``.
+    :param start_method: a method from :func:`multiprocessing.get_all_start_methods`; None picks
+        ``"forkserver"`` where available, else ``"spawn"`` (as SB3).
+    :param n_workers: number of worker processes (None: one per CPU core available to this process, never
+        more than ``len(env_fns) - parent_envs``). ``n_workers=len(env_fns)`` gives SB3's one process per env.
+    :param shared_memory: move observations, rewards, dones and actions through shared memory (default).
+        Observations of spaces with no fixed-size dtype (e.g. Text) are pickled through the pipe
+        automatically; ``False`` pickles everything (for debugging).
+    :param batch_size: minimum number of envs :meth:`recv` returns in the partial-batch API
+        (:meth:`async_reset` / :meth:`send` / :meth:`recv`); None: all envs. Results come back per worker
+        group, so one env per worker (``n_workers=len(env_fns)``) gives EnvPool's exact batches.
+    :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`):
+        ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/semantics.md (step and
+        reset) and docs/gymnasium-api.md (autoreset modes).
+    :param step_timeout: seconds a worker may take to step its envs; a worker that does not answer in time
+        is killed and :class:`TimeoutError` names its envs (None: wait forever, still watching for death).
+    :param reset_timeout: the same for resets.
+    :param parent_envs: how many envs (the first ones, ``0..parent_envs-1``) this process steps itself,
+        in ``step_wait``, while the worker processes step the rest (default 0: every env in a worker). The
+        calling process otherwise sleeps through the step, so on a machine with as many cores as worker
+        processes this uses its core and saves one wake-up per step: e.g. on 2 cores ``n_workers=1,
+        parent_envs=num_envs // 2`` (measurements in docs/performance.md). The parent's envs are not
+        isolated: their exceptions are raised as from
+        :class:`DummyVecEnv`, ``step_timeout``, ``reset_timeout`` and ``max_restarts`` do not cover them, and
+        a crash or hang in one of them is the caller's. ``n_workers=None`` then means one worker process per
+        core minus one. Must be below ``len(env_fns)``.
+    :param max_restarts: how many times (in total) a dead or timed-out worker is restarted from its env
+        factories instead of raising, whichever request meets it (step, reset, seeds handed on, calls,
+        partial batches): its envs are reset (with the seeds / options still pending for them) and return
+        a fresh first observation with ``dones=True``, ``infos[i]["TimeLimit.truncated"] = True`` and
+        ``infos[i]["vecenv.restarted"] = True`` (and the cause in ``infos[i]["vecenv.restart_cause"]``) at
+        that step or their next one, and a :class:`RuntimeWarning` names the cause. Over the budget the
+        error is raised as without restarts; a worker that died or was killed is never used again. See
+        docs/reliability.md.
+    :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
+        ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, a ``parent_envs`` outside
+        ``0..len(env_fns)-1``, or if the envs' spaces differ.
+    :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
+        ``gymnasium.Env`` (the message names the index).
+    """
+
+    def __init__(
+        self,
+        env_fns: list[Callable[[], gym.Env]],
+        start_method: str | None = None,
+        n_workers: int | None = None,
+        shared_memory: bool = True,
+        batch_size: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        step_timeout: float | None = None,
+        reset_timeout: float | None = None,
+        max_restarts: int = 0,
+        parent_envs: int = 0,
+    ) -> None:
+        env_fns = check_env_fns(env_fns)
+        mode = checked_autoreset_mode(autoreset_mode)
+        if (
+            isinstance(parent_envs, bool)
+            or not isinstance(parent_envs, (int, np.integer))
+            or not 0 <= parent_envs < len(env_fns)
+        ):
+            raise ValueError(
+                f"parent_envs must be an integer in 0..{len(env_fns) - 1} (at least one env must run in a worker "
+                f"process; DummyVecEnv steps every env in this process), got {parent_envs!r}"
+            )
+        parent_envs = int(parent_envs)
+        for name, value in (("step_timeout", step_timeout), ("reset_timeout", reset_timeout)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
+        if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
+            raise ValueError(f"max_restarts must be a non-negative integer, got {max_restarts!r}")
+        if n_workers is None:  # one process per core; with parent_envs, this process takes one of them
+            n_workers = default_n_workers(parent_envs)
+        if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
+            raise ValueError(f"n_workers must be a positive integer or None, got {n_workers!r}")
+        n_workers = min(int(n_workers), len(env_fns) - parent_envs)
+        if batch_size is not None:
+            batch_size = checked_batch_size(batch_size, len(env_fns))  # before any process starts
+        if start_method is None:
+            start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        ctx = mp.get_context(start_method)
+        self.start_method = start_method
+        self.n_workers = n_workers
+        #: how many envs (``0..parent_envs-1``) this process steps itself (see the ``parent_envs`` parameter)
+        self.parent_envs = parent_envs
+        workers: list[Worker] = []
+        subprocs: list[SubprocWorker] = []
+        buffers = None
+        action_buffer = None
+        try:
+            for group in split_groups(len(env_fns) - parent_envs, n_workers):
+                indices = [parent_envs + i for i in group]
+                subproc = SubprocWorker(ctx, [env_fns[i] for i in indices], indices, mode)
+                subproc.step_timeout, subproc.reset_timeout = step_timeout, reset_timeout
+                subprocs.append(subproc)
+                workers.append(subproc)
+            all_spaces = []
+            if parent_envs:  # built here while the worker processes start; first, as its envs come first
+                parent = InProcessWorker(env_fns[:parent_envs], range(parent_envs), mode)
+                workers.insert(0, parent)
+                all_spaces.append((parent.group.observation_space, parent.group.action_space))
+            all_spaces += call_all(methodcaller("handshake"), subprocs, subprocs)
+            observation_space, action_space = all_spaces[0]
+            for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
+                check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)
+            if shared_memory:
+                shared, raw_fd = SharedBatch.create(observation_space, action_space, len(env_fns), self.rewards_dtype)
+                fd = SharedFd(raw_fd)
+                try:
+                    obs_in_shm = SharedBatch.supports(observation_space, action_space)
+                    for worker in subprocs:
+                        worker.setup_shared(shared, fd, obs_in_shm)
+                finally:
+                    if not max_restarts:  # kept open (closed with the workers) to set up restarted workers
+                        fd.close()
+                obs_buffer = shared.obs if obs_in_shm else create_batch_buffer(observation_space, len(env_fns))
+                buffers = (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations)
+                action_buffer = shared.actions
+        except BaseException:
+            with contextlib.suppress(Exception):
+                shutdown_workers(workers)
+            raise
+        super().__init__(workers, observation_space, action_space, buffers, action_buffer)
+        self.shared_memory = shared_memory
+        if batch_size is not None:
+            self.batch_size = int(batch_size)
+        self.max_restarts = int(max_restarts)
+        self.step_timeout, self.reset_timeout = step_timeout, reset_timeout
+
+    @property
+    def processes(self) -> list[Any]:
+        """The worker processes (``multiprocessing.Process``), one per worker group (SB3 attribute)."""
+        return [worker.process for worker in self._workers if isinstance(worker, SubprocWorker)]
+
+    @property
+    def remotes(self) -> list[Any]:
+        """The parent's reading ends of the worker pipes, one read-only ``multiprocessing.Connection`` per worker
+        (SB3 attribute; vecenv's workers do not speak SB3's ``(cmd, data)`` protocol, so use the VecEnv
+        methods rather than sending on these)."""
+        return [worker.conn for worker in self._workers if isinstance(worker, SubprocWorker)]
