@@ -720,7 +720,8 @@ class WorkerVecEnv(VecEnv):
                 sent.append((w, local_ids, payload))
         finally:
             self.clear_staged()
-            self._state = AsyncState.WAITING_RESET if any(workers[w].pending for w, _, _ in sent) else self._state
+        if sent:  # a request that failed to go out leaves the vector env idle (its siblings' replies are dropped)
+            self._state = AsyncState.WAITING_RESET
         return sent
 
     def finish_reset(self, requests: ResetRequests) -> None:
