@@ -11,12 +11,14 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnvStepReturn
+from vecenv.engine.checks import check_env_fns, checked_autoreset_mode
+from vecenv.engine.core import AsyncState
 from vecenv.spaces import (
     buffer_as_obs_dict,
     obs_space_info,
     split_actions,
 )
-from vecenv.worker_vec_env import AsyncState, WorkerVecEnv, check_env_fns, checked_autoreset_mode
+from vecenv.worker_vec_env import WorkerVecEnv
 from vecenv.workers import InProcessWorker
 
 __all__ = ["DummyVecEnv"]
@@ -80,7 +82,7 @@ class DummyVecEnv(WorkerVecEnv):
             envs before it have stepped: the next step returns their results instead of stepping them again;
             it steps the env that raised and those after it (see docs/reliability.md).
         """
-        self._take_pending_step()
+        self._start_collecting_step()
         actions = self.actions
         if self._held:  # a step raised before: the envs that hold its results are not stepped again
             self._send_steps(actions)
@@ -94,7 +96,7 @@ class DummyVecEnv(WorkerVecEnv):
             raise
         return self._step_result(infos)
 
-    def _discard_pending_step(self) -> None:
+    def _discard_requests_in_flight(self) -> None:
         # the envs have not stepped yet: the recorded actions are dropped (SB3's DummyVecEnv)
         self._state = AsyncState.IDLE
 

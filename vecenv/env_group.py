@@ -127,9 +127,9 @@ class EnvGroup:
       ignores its action and resets it instead (reward 0, not done, the info is the reset info).
     * ``DISABLED``: nothing; the caller resets finished envs (``reset`` with ``indices``).
 
-    Seeds and options: :meth:`set_pending` stores a seed / options for an env's NEXT reset, whoever triggers
+    Seeds and options: :meth:`set_next_reset` stores a seed / options for an env's NEXT reset, whoever triggers
     it (the caller's ``reset`` or an autoreset); they are used once, then forgotten. A seed or options
-    passed with a caller's ``reset`` take precedence over pending ones (which are then dropped too).
+    passed with a caller's ``reset`` take precedence over stored ones (which are then dropped too).
 
     :param env_fns: factories of the group's envs.
     :param env_indices: global index of each env in the vector env (used in error messages).
@@ -184,13 +184,13 @@ class EnvGroup:
         self.needs_reset = [False] * n
         # local indices of the envs whose dones / terminations / truncations may hold a True (cleared by
         # the next step); None: unknown, clear all
-        self._flagged: list[int] | None = None
+        self._envs_with_flags: list[int] | None = None
         #: whether :meth:`step` returns a fresh info dict for every env (False in worker processes, which
         #: send only :attr:`rich_infos`: the others are placeholders, to be rebuilt by the parent)
         self.dense_infos = True
-        #: seed / options for each env's next reset (see :meth:`set_pending`); None: none pending
-        self.pending_seeds: list[int | None] = [None] * n
-        self.pending_options: list[dict[str, Any] | None] = [None] * n
+        #: seed / options for each env's next reset (see :meth:`set_next_reset`); None: none stored
+        self.next_reset_seeds: list[int | None] = [None] * n
+        self.next_reset_options: list[dict[str, Any] | None] = [None] * n
         #: NEXT_STEP mode: local indices of the envs the last :meth:`step` reset (instead of stepping them)
         self.reset_by_last_step: list[int] = []
         # SAME_STEP mode: envs whose episode ended in a step whose automatic reset raised -> what that step
@@ -210,14 +210,14 @@ class EnvGroup:
         #: positions (among the stepped envs) of the last step's infos holding more than
         #: ``"TimeLimit.truncated"`` (worker processes send only these to their parent)
         self.rich_infos: list[int] = []
-        self._rows_of: Any = None
+        self._rows_buffer: Any = None
         self._rows: list[np.ndarray] = []
         self._row_shape: tuple[int, ...] = ()
         self._row_dtype: Any = None
         self.handlers: dict[Command, Callable[[Any], Any]] = {
             Command.STEP: lambda payload: self.step(*payload),
             Command.RESET: self.reset,
-            Command.SET_PENDING: self.set_pending,
+            Command.SET_NEXT_RESET: self.set_next_reset,
             Command.GET_ATTR: self.get_attr,
             Command.SET_ATTR: self.set_attr,
             Command.HAS_ATTR: self.has_attr,
@@ -255,7 +255,7 @@ class EnvGroup:
         # as index lists, each written once per call
         obs_buffer, envs, reset_infos, terminal_obs = self.obs, self.envs, self.reset_infos, self.terminal_obs
         write = self._write_obs
-        rows = self._rows if self._rows_of is obs_buffer else self._make_rows()
+        rows = self._rows if self._rows_buffer is obs_buffer else self._make_rows()
         row_shape, row_dtype = self._row_shape, self._row_dtype
         dense, placeholder = self.dense_infos, _PLACEHOLDER_INFO
         mode = self.autoreset_mode
@@ -265,10 +265,10 @@ class EnvGroup:
         stepped = range(len(envs)) if indices is None else indices
         # clear the flags of the last step first: only the envs that set one (element writes: cheaper
         # than whole-array operations), everything if unknown (new buffers, partial batches, restarts)
-        flagged = self._flagged
+        flagged = self._envs_with_flags
         if indices is not None:
             dones[stepped] = terminations[stepped] = truncations[stepped] = False
-            self._flagged = None  # other envs' flags stay: the next full step clears all
+            self._envs_with_flags = None  # other envs' flags stay: the next full step clears all
         elif flagged is None:
             dones.fill(False)
             terminations.fill(False)
@@ -352,7 +352,7 @@ class EnvGroup:
                 add_info(info)
             if indices is None:
                 self.rewards[:] = step_rewards
-                self._flagged = ended
+                self._envs_with_flags = ended
             else:
                 self.rewards[stepped] = step_rewards
         except BaseException as exc:
@@ -395,7 +395,7 @@ class EnvGroup:
                 self._unfinished[failed] = autoreset
         while self.rich_infos and self.rich_infos[-1] >= done:
             self.rich_infos.pop()
-        self._flagged = None
+        self._envs_with_flags = None
         self._partial_step = (completed, infos)
 
     def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]]] | None:
@@ -408,13 +408,13 @@ class EnvGroup:
 
     def forget_flags(self) -> None:
         """The flag arrays were replaced or written by someone else: the next step clears them all."""
-        self._flagged = None
+        self._envs_with_flags = None
 
     def _make_rows(self) -> list[np.ndarray]:
         """Views of the rows of the observation buffer (none for dict / tuple buffers), rebuilt when the
         buffer is replaced (worker processes swap in their shared-memory slice)."""
         obs_buffer = self.obs
-        self._rows_of = obs_buffer
+        self._rows_buffer = obs_buffer
         if isinstance(obs_buffer, np.ndarray):
             self._rows = [obs_buffer[j, ...] for j in range(len(obs_buffer))]  # views, also of 0-d rows
             self._row_shape, self._row_dtype = obs_buffer.shape[1:], obs_buffer.dtype
@@ -426,31 +426,31 @@ class EnvGroup:
     def _reset_one(
         self, j: int, seed: int | None, options: dict[str, Any] | None, explicit: bool = False
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset env ``j`` with ``seed`` / ``options``, else its pending ones, which are consumed (either way) once
-        the reset succeeded: a reset that raised leaves them for the next one.
+        """Reset env ``j`` with ``seed`` / ``options``, else its stored ones (:meth:`set_next_reset`), which are
+        consumed (either way) once the reset succeeded: a reset that raised leaves them for the next one.
 
-        The call follows the caller's library. An automatic reset with nothing pending is ``env.reset()`` (as SB3's
-        and Gymnasium's vector envs make it). A reset the caller asked for (``explicit``), or one with a pending
+        The call follows the caller's library. An automatic reset with nothing stored is ``env.reset()`` (as SB3's
+        and Gymnasium's vector envs make it). A reset the caller asked for (``explicit``), or one with a stored
         seed / options, is SB3's ``env.reset(seed=seed)`` plus ``options=`` only when there are options, or, once
         :attr:`gymnasium_resets` is set, Gymnasium's ``env.reset(seed=seed, options=options)`` with both keywords
         always passed (None when not given).
         """
         if seed is None:
-            seed = self.pending_seeds[j]
+            seed = self.next_reset_seeds[j]
         if not options:
-            options = self.pending_options[j]
+            options = self.next_reset_options[j]
         if options or (self.gymnasium_resets and (explicit or seed is not None)):
             result = self.envs[j].reset(seed=seed, options=options or None)
         elif explicit or seed is not None:
             result = self.envs[j].reset(seed=seed)
         else:
             result = self.envs[j].reset()
-        self.pending_seeds[j] = None
-        self.pending_options[j] = None
+        self.next_reset_seeds[j] = None
+        self.next_reset_options[j] = None
         return result
 
     def reset(self, payload: tuple[Any, ...]) -> list[dict[str, Any]]:
-        """Reset envs, env ``j`` with ``seed=seeds[j]`` and ``options=options[j]`` (or its pending ones).
+        """Reset envs, env ``j`` with ``seed=seeds[j]`` and ``options=options[j]`` (or its stored ones).
 
         :param payload: ``(seeds, options)``, ``(seeds, options, indices)`` or ``(seeds, options, indices,
             gymnasium_resets)``: one seed (or None) and one options dict (empty: none) per env of the group;
@@ -474,15 +474,15 @@ class EnvGroup:
                 raise
         return list(self.reset_infos)
 
-    def set_pending(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any] | None]]) -> None:
+    def set_next_reset(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any] | None]]) -> None:
         """``(seeds, options)``, one entry per env of the group: store each non-None seed / non-empty options
         for that env's next reset, whether the caller or an autoreset triggers it."""
         seeds, options = payload
         for j, (seed, env_options) in enumerate(zip(seeds, options, strict=True)):
             if seed is not None:
-                self.pending_seeds[j] = seed
+                self.next_reset_seeds[j] = seed
             if env_options:
-                self.pending_options[j] = env_options
+                self.next_reset_options[j] = env_options
 
     # --- attribute access and calls -------------------------------------------------------------
 

@@ -24,7 +24,7 @@ class Command(enum.IntEnum):
     #: worker processes only: map the shared batch buffers (handled by the worker loop, not the group)
     SETUP = 10
     #: seeds / options for the envs' next reset, whoever triggers it (caller or autoreset)
-    SET_PENDING = 11
+    SET_NEXT_RESET = 11
 
     @property
     def label(self) -> str:

@@ -13,12 +13,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_batch_size
+from vecenv.engine.replies import call_all
 from vecenv.env_group import check_same_spaces
 from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import (
     create_batch_buffer,
 )
-from vecenv.worker_vec_env import WorkerVecEnv, call_all, check_env_fns, checked_autoreset_mode, checked_batch_size
+from vecenv.worker_vec_env import WorkerVecEnv
 from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers
 from vecenv.workers.subproc import SharedFd
 

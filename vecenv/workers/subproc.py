@@ -70,14 +70,23 @@ from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import batch_assign, batch_copy, batch_slice, split_actions
 from vecenv.workers.base import Worker
 
-STEP_SHARED = b"S"
-STEP_SHARED_PARTIAL = b"P"[0]
-STEP_PICKLED = b"s"[0]
-CALL = b"C"[0]
-OK_EMPTY = b"\x00"
-OK_EMPTY_DONE = b"\x03"
+# The first byte of every message says what it is (its tag). Requests: step every env, actions in shared memory
+# (the whole message); step some envs, actions in shared memory (+ pickled local ids); step with pickled
+# ``(actions, local ids)``; any other command (+ cloudpickled ``(command, payload)``). Replies: a step whose
+# results are all in shared memory, without / with an episode end (the whole message); success (+ pickled
+# result); failure (+ pickled ``(PackedException, partial step)``).
+STEP_SHARED = ord("S")
+STEP_SHARED_PARTIAL = ord("P")
+STEP_PICKLED = ord("s")
+CALL = ord("C")
+OK_EMPTY = 0
 OK = 1
 FAILED = 2
+OK_EMPTY_DONE = 3
+# the one-byte messages, encoded once
+STEP_SHARED_MESSAGE = bytes([STEP_SHARED])
+OK_EMPTY_MESSAGE = bytes([OK_EMPTY])
+OK_EMPTY_DONE_MESSAGE = bytes([OK_EMPTY_DONE])
 _DEFAULT_INFO_KEY = "TimeLimit.truncated"
 
 
@@ -86,7 +95,7 @@ _DEFAULT_INFO_KEY = "TimeLimit.truncated"
 _SIZE = struct.Struct("!i")
 _BIG_SIZE = struct.Struct("!Q")
 _ONE_BYTE_HEADER = _SIZE.pack(1)
-_STEP_SHARED_FRAME = _ONE_BYTE_HEADER + STEP_SHARED
+_STEP_SHARED_FRAME = _ONE_BYTE_HEADER + STEP_SHARED_MESSAGE
 
 
 def _read_exactly(fd: int, size: int) -> bytes:
@@ -222,7 +231,7 @@ class _WorkerLoop:
         infos, reset_infos = group.step(actions, indices)
         payload = self._step_payload(infos, reset_infos)
         if payload is None:
-            return OK_EMPTY_DONE if group.ended else OK_EMPTY
+            return OK_EMPTY_DONE_MESSAGE if group.ended else OK_EMPTY_MESSAGE
         return bytes([OK]) + _dumps(payload)
 
     def _step_payload(self, infos: list[dict[str, Any]], reset_infos: list[dict[str, Any]]) -> tuple[Any, ...] | None:
@@ -274,7 +283,7 @@ class _WorkerLoop:
                 return
             command = Command.STEP
             try:
-                if message == STEP_SHARED:
+                if message == STEP_SHARED_MESSAGE:
                     reply = self.step(self._shared_actions(space, n_local), None)
                 elif message[0] == STEP_SHARED_PARTIAL:
                     indices = pickle.loads(message[1:])
@@ -534,7 +543,7 @@ class SubprocWorker(Worker):
 
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
         try:
-            if data is STEP_SHARED:
+            if data is STEP_SHARED_MESSAGE:
                 os.write(self._send_fd, _STEP_SHARED_FRAME)
             else:
                 write_message(self._send_fd, data)
@@ -560,7 +569,7 @@ class SubprocWorker(Worker):
             if actions is not None:
                 data = bytes([STEP_PICKLED]) + _dumps(payload)
             elif indices is None:
-                data = STEP_SHARED
+                data = STEP_SHARED_MESSAGE
             else:
                 data = bytes([STEP_SHARED_PARTIAL]) + _dumps(list(indices))
         else:
@@ -612,10 +621,10 @@ class SubprocWorker(Worker):
 
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
-        if data == OK_EMPTY:  # the common step: nothing else to rebuild
+        if data == OK_EMPTY_MESSAGE:  # the common step: nothing else to rebuild
             n = len(self.env_indices) if self._step_indices is None else len(self._step_indices)
             return [{_DEFAULT_INFO_KEY: False} for _ in range(n)], self._reset_infos
-        if data == OK_EMPTY_DONE:
+        if data == OK_EMPTY_DONE_MESSAGE:
             return self._rebuild_infos(self._step_indices, [], [], any_done=True), self._reset_infos
         obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
         self._store_arrays(obs, rewards_dones)

@@ -1,0 +1,313 @@
+"""The state every vector env over workers holds: the batch buffers, which worker owns which env, what the vector
+env is waiting for, and the seeds / options staged for the envs' next resets."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vecenv.engine.replies import wait_ready
+from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError
+from vecenv.protocol import Command
+from vecenv.spaces import (
+    batch_copy,
+    batch_slice,
+    check_for_nested_spaces,
+    create_batch_buffer,
+    make_action_writer,
+    make_actions_checker,
+)
+from vecenv.workers import Worker, shutdown_workers
+
+__all__ = ["AsyncState", "CallRequests", "EngineCore", "ResetRequests"]
+
+
+class AsyncState(enum.Enum):
+    """What a vector env is waiting for."""
+
+    IDLE = "idle"
+    WAITING_STEP = "waiting_step"
+    #: partial batches in flight or received but not yet returned by ``recv()``
+    PARTIAL = "partial"
+    #: a reset started by :meth:`WorkerVecEnv.start_reset` and not finished yet
+    WAITING_RESET = "waiting_reset"
+    #: a call started by :meth:`WorkerVecEnv.start_call` and not finished yet
+    WAITING_CALL = "waiting_call"
+
+
+#: the RESET requests :meth:`WorkerVecEnv.start_reset` sent: ``(worker, local env ids or None for all, payload)``
+ResetRequests = list[tuple[int, list[int] | None, Any]]
+#: a call :meth:`WorkerVecEnv.start_call` started: ``(command, number of envs, [(worker, payload, [(position,
+#: local env id)])])``
+CallRequests = tuple[Command, int, list[tuple[int, Any, list[tuple[int, int]]]]]
+
+
+class EngineCore(VecEnv):
+    """The state of a vector env whose sub-envs live in :class:`~vecenv.workers.Worker` groups (see
+    :class:`~vecenv.worker_vec_env.WorkerVecEnv`, which documents the parameters): buffers, index bookkeeping,
+    async state checks, staged seeds / options, closing."""
+
+    #: dtype of the rewards buffer: float32 as SB3 (vecenv.gymnasium's classes use Gymnasium's float64)
+    rewards_dtype: Any = np.float32
+    #: whether nested Dict / Tuple observation spaces are accepted (SB3 refuses them; vecenv.gymnasium not)
+    nested_spaces: bool = False
+    #: how envs' ``reset`` is called by :meth:`reset` (and by automatic resets with a staged seed / options):
+    #: False (SB3's vector envs) ``env.reset(seed=seed)``, plus ``options=options`` only when options are set;
+    #: True (Gymnasium's vector envs: vecenv.gymnasium's classes, :func:`vecenv.adapters.to_gymnasium`)
+    #: ``env.reset(seed=seed, options=options)``, both keywords always. Automatic resets with nothing staged
+    #: are ``env.reset()`` either way, as in both libraries.
+    gymnasium_resets: bool = False
+
+    def __init__(
+        self,
+        workers: Sequence[Worker],
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        buffers: tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+        action_buffer: Any = None,
+    ) -> None:
+        self._workers = list(workers)
+        self.autoreset_mode: AutoresetMode = getattr(self._workers[0], "autoreset_mode", AutoresetMode.SAME_STEP)
+        self._seeds_or_options_staged = False
+        #: opt-in restarts of dead / timed-out workers (SubprocVecEnv's max_restarts) and how many happened
+        self.max_restarts = 0
+        self.restarts = 0
+        self._dead: dict[int, BaseException] = {}  # worker -> why it must be restarted at the next step_wait
+        # close the workers at garbage collection and at interpreter exit, whatever happens next
+        self._finalizer = weakref.finalize(self, shutdown_workers, self._workers)
+        self._closed = False
+        self._state = AsyncState.IDLE
+        self._action_buffer = action_buffer
+        try:
+            if not self.nested_spaces:
+                check_for_nested_spaces(observation_space)
+            num_envs = sum(len(worker.env_indices) for worker in self._workers)
+            if buffers is None:
+                buffers = (
+                    create_batch_buffer(observation_space, num_envs),
+                    np.zeros((num_envs,), dtype=self.rewards_dtype),
+                    np.zeros((num_envs,), dtype=bool),
+                    np.zeros((num_envs,), dtype=bool),
+                    np.zeros((num_envs,), dtype=bool),
+                )
+            self._obs_buffer: Any = buffers[0]
+            self._rewards, self._dones, self._terminations, self._truncations = buffers[1:5]
+            self._env_ranges: list[tuple[int, int]] = []
+            self._env_location: list[tuple[int, int]] = []  # env index -> (worker index, local index)
+            for w, worker in enumerate(self._workers):
+                start, stop = worker.env_indices[0], worker.env_indices[-1] + 1
+                self._env_ranges.append((start, stop))
+                self._env_location.extend((w, j) for j in range(stop - start))
+                worker.attach(
+                    batch_slice(self._obs_buffer, start, stop),
+                    self._rewards[start:stop],
+                    self._dones[start:stop],
+                    self._terminations[start:stop],
+                    self._truncations[start:stop],
+                )
+            self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+            self._batch_size = num_envs
+            # partial batches: worker -> (command, env ids, RESET payload); env id -> info not returned yet
+            self._in_flight: dict[int, tuple[Command, list[int], Any]] = {}
+            self._ready: dict[int, dict[str, Any]] = {}
+            # after a failure: env id -> info of a step result not returned yet (see _hold_partial)
+            self._held: dict[int, dict[str, Any]] = {}
+            # whether a failed step left STEP replies unread (collected by _settle before the next request)
+            self._unsettled = False
+            # the last step's (worker, local ids or None for all) when some envs were held; None: every env
+            self._plan: list[tuple[int, list[int] | None]] | None = None
+            self._full_plan: list[tuple[int, list[int] | None]] = [(w, None) for w in range(len(self._workers))]
+            self._all_workers = list(range(len(self._workers)))
+            # step results received during the current collection, by worker (held if the step fails)
+            self._received: dict[int, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+            self._write_action = make_action_writer(action_space)
+            self._check_actions = make_actions_checker(action_space)
+            self._composite_actions = isinstance(action_space, (gym.spaces.Dict, gym.spaces.Tuple))
+            self.actions: Any = None
+            super().__init__(num_envs, observation_space, action_space)
+        except BaseException:
+            self._closed = True
+            with contextlib.suppress(Exception):
+                self._finalizer()
+            raise
+
+    # --- state --------------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
+        return self._closed
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a step started by :meth:`step_async` has not been collected by :meth:`step_wait` yet."""
+        return self._state is AsyncState.WAITING_STEP
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise ClosedVecEnvError(f"Cannot call {what}() on a closed {type(self).__name__}; create a new one.")
+
+    def _check_idle(self, what: str) -> None:
+        self._check_open(what)
+        if self._state is AsyncState.WAITING_STEP:
+            raise AlreadyPendingCallError(
+                f"Cannot call {what}() while a step is pending: call step_wait() first to collect it."
+            )
+        if self._state is AsyncState.PARTIAL:
+            raise AlreadyPendingCallError(
+                f"Cannot call {what}() while partial batches are in flight: recv() them first (or reset())."
+            )
+        if self._state is not AsyncState.IDLE:
+            request = "reset" if self._state is AsyncState.WAITING_RESET else "call"
+            raise AlreadyPendingCallError(
+                f"Cannot call {what}() while a {request} is in flight: finish it first (finish_{request}())."
+            )
+
+    def wait_until_ready(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` seconds (None: forever) until every worker has its reply ready (or died).
+
+        Nothing is consumed: the replies are collected afterwards as usual. In-process workers are always
+        ready (they run the request when it is collected).
+
+        :return: whether everything was ready in time.
+        """
+        waiting = [w for w, worker in enumerate(self._workers) if worker.pending is not None and worker.blocks]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while waiting:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready = wait_ready([self._workers[w] for w in waiting], remaining)
+            if not ready:
+                return False
+            if any(self._workers[waiting[p]].has_ended() for p in ready):
+                return True  # a worker died: collecting raises at once, whatever the others do
+            waiting = [w for p, w in enumerate(waiting) if p not in ready]
+        return True
+
+    @property
+    def terminations(self) -> np.ndarray:
+        """bool ``(num_envs,)``: whether each env's last step ended its episode by termination (a copy).
+
+        With :attr:`truncations`, the raw flags behind ``dones`` (both may be True, as Gymnasium reports them;
+        ``infos[i]["TimeLimit.truncated"]`` is SB3's ``truncated and not terminated``).
+        """
+        return self._terminations.copy()
+
+    @property
+    def truncations(self) -> np.ndarray:
+        """bool ``(num_envs,)``: whether each env's last step ended its episode by truncation (a copy)."""
+        return self._truncations.copy()
+
+    def current_obs(self) -> VecEnvObs:
+        """A copy of the observations the envs returned last, ``(num_envs, *obs_shape)``."""
+        return batch_copy(self._obs_buffer)
+
+    def _step_result(self, infos: list[dict[str, Any]]) -> VecEnvStepReturn:
+        """``(obs, rewards, dones, infos)`` of the step just collected, as copies the caller may keep."""
+        self._last_infos = infos
+        obs = self._obs_buffer
+        return (
+            obs.copy() if type(obs) is np.ndarray else batch_copy(obs),
+            self._rewards.copy(),
+            self._dones.copy(),
+            infos,
+        )
+
+    def _normalize_indices(self, indices: VecEnvIndices) -> list[int]:
+        n = self.num_envs
+        normalized = []
+        for index in self._get_indices(indices):
+            if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+                raise TypeError(f"indices must be None, an int or an iterable of ints, got element {index!r}")
+            if not -n <= index < n:
+                raise IndexError(f"env index {index} is out of range for a vector env with num_envs={n}")
+            normalized.append(int(index) % n)
+        return normalized
+
+    def close(self) -> None:
+        """Close every env and end every worker process (bounded; idempotent; also runs at garbage collection).
+
+        :raises Exception: the first error an env's ``close()`` raised, after everything was released.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._state = AsyncState.IDLE
+        self._in_flight.clear()
+        self._ready.clear()
+        self._held.clear()
+        self._unsettled = False
+        try:
+            self._finalizer()
+        finally:
+            # drop the batch buffers: for worker processes they map shared memory, released with them
+            self._obs_buffer = None
+            self._action_buffer = None
+            self._rewards = self._dones = self._terminations = self._truncations = np.zeros((0,))
+
+    # --- seeds and options staged for the envs' next resets ------------------------------------------------
+
+    def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
+        """Set the seed of each env's NEXT reset, whether :meth:`reset` or an autoreset triggers it.
+
+        ``seed(s)`` gives env ``i`` the seed ``s + i`` (SB3); a sequence gives one seed (or None) per env;
+        ``None`` draws a random base (as SB3). Unlike SB3, a seed is not lost when an episode ends first:
+        the autoreset uses it (then it is forgotten, so the following :meth:`reset` does not reuse it).
+        For an env whose step is in flight (partial batches), it applies from the first reset after that step.
+
+        :return: the per-env seeds.
+        :raises ValueError: if a sequence does not hold ``num_envs`` seeds.
+        """
+        seeds = super().seed(seed)
+        self._seeds_or_options_staged = True
+        return seeds
+
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        """Set the ``options`` of each env's NEXT reset (caller's or autoreset; see :meth:`seed`)."""
+        super().set_options(options)
+        self._seeds_or_options_staged = True
+
+    @property
+    def staged_seeds(self) -> list[int | None]:
+        """The seeds :meth:`seed` set that no env has received yet, one per env (None: none for that env)."""
+        return list(self._seeds) if self._seeds_or_options_staged else [None] * self.num_envs
+
+    @property
+    def staged_options(self) -> list[dict[str, Any]]:
+        """The options :meth:`set_options` set that no env has received yet, one dict per env (empty: none)."""
+        if not self._seeds_or_options_staged:
+            return [{} for _ in range(self.num_envs)]
+        return [dict(o) for o in self._options]
+
+    def clear_staged(self) -> None:
+        """Forget the seeds / options staged by :meth:`seed` / :meth:`set_options`."""
+        self._reset_seeds()
+        self._reset_options()
+        self._seeds_or_options_staged = False
+
+    def _any_staged(self) -> bool:
+        return any(seed is not None for seed in self._seeds) or any(self._options)
+
+    def _take_staged(self, start: int, stop: int) -> tuple[list[int | None], list[dict[str, Any]]]:
+        """The seeds / options staged for envs ``start..stop-1``, which are no longer staged here."""
+        seeds, options = self._seeds[start:stop], self._options[start:stop]
+        # new lists: seed() returned the old one to its caller
+        self._seeds = [*self._seeds[:start], *([None] * (stop - start)), *self._seeds[stop:]]
+        self._options = [*self._options[:start], *({} for _ in range(stop - start)), *self._options[stop:]]
+        self._seeds_or_options_staged = self._any_staged()
+        return seeds, options
+
+    def _check_seeds_and_options(self) -> None:
+        if len(self._seeds) != self.num_envs or len(self._options) != self.num_envs:
+            raise ValueError(
+                f"seed() / set_options() must give one entry per env: expected {self.num_envs}, got "
+                f"{len(self._seeds)} seeds and {len(self._options)} options"
+            )

@@ -1,0 +1,78 @@
+"""Waiting for workers' replies through the :class:`~vecenv.workers.Worker` interface, and collecting them in the
+order they arrive (so a worker that died is seen at once, even beside one stuck in a long env step)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from operator import methodcaller
+from typing import Any
+
+from vecenv.errors import WorkerDiedError
+from vecenv.workers import Worker
+
+__all__ = ["call_all", "gather", "ready_order", "wait_ready"]
+
+
+def wait_ready(workers: Sequence[Worker], timeout: float | None) -> list[int]:
+    """The positions of ``workers`` (each with a request pending) whose reply is ready or that ended, waiting up
+    to ``timeout`` seconds for one; empty when the timeout passed. Each transport waits its own way
+    (:meth:`Worker.wait_any`); workers of different transports are polled."""
+    waits = {type(worker).wait_any for worker in workers}
+    wait = waits.pop() if len(waits) == 1 else Worker.wait_any
+    return wait(workers, timeout)
+
+
+def ready_order(workers: Sequence[Worker]) -> Iterator[int]:
+    """The positions ``0..len(workers)-1`` in the order the workers' replies become ready to collect.
+
+    Workers that never block (in-process, or nothing pending) come first, in order; then the others as their
+    replies arrive or they end, so a worker that died is seen at once even while another one is still inside a
+    long env step. When nothing arrives before the earliest reply deadline (``step_timeout`` /
+    ``reset_timeout``), that worker comes next: its ``recv`` enforces the timeout.
+    """
+    waiting: list[int] = []
+    for k, worker in enumerate(workers):
+        if worker.pending is None or not worker.blocks:
+            yield k
+        else:
+            waiting.append(k)
+    while len(waiting) > 1:
+        deadlines = [d for d in (workers[k].reply_deadline for k in waiting) if d is not None]
+        timeout = None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
+        ready = wait_ready([workers[k] for k in waiting], timeout)
+        if not ready:  # the earliest deadline passed: that worker's recv times out now
+            ready = [min(range(len(waiting)), key=lambda p: workers[waiting[p]].reply_deadline or math.inf)]
+        chosen = [waiting[p] for p in ready]
+        waiting = [k for k in waiting if k not in chosen]
+        yield from chosen
+    yield from waiting
+
+
+def call_all(fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker]) -> list[Any]:
+    """``fn(item)`` for every item, in the order their workers' replies arrive (``workers[k]`` answers
+    ``items[k]``), even if some fail (so every worker's reply is drained), then raise the first error; results
+    are in the order of ``items``.
+
+    A :class:`~vecenv.errors.WorkerDiedError` propagates at once, without waiting for the other workers (one
+    of them may be stuck in a long env step): their replies are collected or discarded by the next request.
+    So do KeyboardInterrupt and SystemExit.
+    """
+    results: list[Any] = [None] * len(items)
+    first_error: BaseException | None = None
+    for k in ready_order(workers):
+        try:
+            results[k] = fn(items[k])
+        except WorkerDiedError:
+            raise
+        except Exception as exc:
+            first_error = first_error or exc
+    if first_error is not None:
+        raise first_error
+    return results
+
+
+def gather(workers: Sequence[Worker]) -> list[Any]:
+    """``recv()`` from every worker; if some fail, the others are still drained, then the first error is raised."""
+    return call_all(methodcaller("recv"), workers, workers)
