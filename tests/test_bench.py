@@ -31,7 +31,6 @@ from vecenv.bench.runner import (
     run_case,
     run_case_isolated,
     time_steps,
-    vecenv_supports_n_workers,
     warm_up,
 )
 from vecenv.bench.workloads import (
@@ -199,17 +198,13 @@ def test_backend_registry() -> None:
 
 def test_plan_skips_duplicate_and_oversized_worker_variants() -> None:
     config = BenchConfig(workloads=["cartpole"], num_envs=[1, 64], n_workers=[1, 4, 128])
-    cases, notes = plan_cases(config, cpu_iterations=None)
+    cases, _ = plan_cases(config, cpu_iterations=None)
     planned = {(c.num_envs, c.backend) for c in cases}
     assert (1, "plain") in planned and (64, "vecenv-dummy") in planned
-    if vecenv_supports_n_workers():
-        assert (1, "vecenv-subproc-w1") not in planned  # the same layout as the default at N=1
-        assert (1, "vecenv-subproc-w4") not in planned  # more workers than envs
-        assert (64, "vecenv-subproc-w4") in planned
-        assert (64, "vecenv-subproc-w128") not in planned
-    else:
-        assert not any(backend.startswith("vecenv-subproc-w") for _, backend in planned)
-        assert any("n_workers" in note for note in notes)
+    assert (1, "vecenv-subproc-w1") not in planned  # the same layout as the default at N=1
+    assert (1, "vecenv-subproc-w4") not in planned  # more workers than envs
+    assert (64, "vecenv-subproc-w4") in planned
+    assert (64, "vecenv-subproc-w128") not in planned
 
 
 def test_parent_backend_gets_one_share_per_core(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -304,7 +304,7 @@ def test_shared_batch_round_trip(
         worker = SharedBatch.attach(obs_space, action_space, num_envs, fd, parent.size)
     finally:
         os.close(fd)
-    assert SharedBatch.supports(obs_space, action_space)
+    assert SharedBatch.supports(obs_space)
     assert parent.actions is not None and worker.actions is not None
     for side in (parent, worker):  # zeroed, laid out as documented, no two arrays share a byte
         assert_identical(side.obs, expected_batch(obs_space, [zero_value(obs_space)] * num_envs), "fresh obs")

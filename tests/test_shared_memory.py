@@ -248,7 +248,7 @@ def test_which_observations_live_in_shared_memory(kind):
         space, expected = PERF_SPACES[kind](), True
     else:
         space, expected = CustomSpaceEnv(obs_kind=kind).observation_space, False
-    assert SharedBatch.supports(space, spaces.Discrete(2)) is expected
+    assert SharedBatch.supports(space) is expected
 
 
 def test_create_batch_buffer_allocator_and_fallbacks():

@@ -17,6 +17,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from vecenv.errors import ClosedVecEnvError
+
 __all__ = [
     "CloudpickleWrapper",
     "VecEnv",
@@ -58,6 +60,17 @@ def tile_images(images_nhwc: Sequence[np.ndarray]) -> np.ndarray:
     padded[:n_images] = img_nhwc
     grid = padded.reshape((rows, cols, height, width, n_channels)).transpose(0, 2, 1, 3, 4)
     return grid.reshape((rows * height, cols * width, n_channels))
+
+
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is a Python or numpy integer (a bool is not)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_open(venv: Any, what: str) -> None:
+    """Raise :class:`~vecenv.ClosedVecEnvError` for a call to ``what()`` if ``venv.closed``."""
+    if venv.closed:
+        raise ClosedVecEnvError(f"Cannot call {what}() on a closed {type(venv).__name__}; create a new one.")
 
 
 class VecEnv(ABC):
@@ -309,6 +322,22 @@ class VecEnv(ABC):
         if isinstance(indices, (int, np.integer)):
             return [int(indices)]
         return indices
+
+    def _normalize_indices(self, indices: VecEnvIndices) -> list[int]:
+        """``indices`` as a list of env indices in ``0..num_envs-1`` (negative ones count from the end).
+
+        :raises TypeError: if an element is not an integer.
+        :raises IndexError: if an index is outside ``-num_envs..num_envs-1``.
+        """
+        n = self.num_envs
+        normalized = []
+        for index in self._get_indices(indices):
+            if not is_int(index):
+                raise TypeError(f"indices must be None, an int or an iterable of ints, got element {index!r}")
+            if not -n <= index < n:
+                raise IndexError(f"env index {index} is out of range for a vector env with num_envs={n}")
+            normalized.append(int(index) % n)
+        return normalized
 
 
 class CloudpickleWrapper:

@@ -133,9 +133,6 @@ class EnvGroup:
 
     :param env_fns: factories of the group's envs.
     :param env_indices: global index of each env in the vector env (used in error messages).
-    :param obs_buffer: batch buffer to write observations into (``(k, *obs_shape)`` arrays); allocated if None.
-    :param rewards: array ``(k,)`` to write rewards into (the vector env's dtype); float64 if None.
-    :param dones: bool array ``(k,)`` to write dones into; allocated if None.
     :param autoreset_mode: a :class:`gymnasium.vector.AutoresetMode` (or its value); ``SAME_STEP`` by default.
     :raises TypeError: if a factory is not callable or does not return a ``gymnasium.Env``.
     :raises ValueError: if two factories return the same instance or the envs' spaces differ.
@@ -145,9 +142,6 @@ class EnvGroup:
         self,
         env_fns: Sequence[Callable[[], gym.Env]],
         env_indices: Sequence[int],
-        obs_buffer: Any = None,
-        rewards: np.ndarray | None = None,
-        dones: np.ndarray | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     ) -> None:
         self.env_indices = list(env_indices)
@@ -169,14 +163,16 @@ class EnvGroup:
                     env_index, env.observation_space, env.action_space, self.observation_space, self.action_space
                 )
             n = len(self.envs)
-            self.obs = create_batch_buffer(self.observation_space, n) if obs_buffer is None else obs_buffer
+            #: the observation batch buffer ``(k, *obs_shape)``; a worker may swap in its rows of shared memory
+            self.obs = create_batch_buffer(self.observation_space, n)
         except BaseException:
             self.close_quietly()
             raise
-        # float64 unless a buffer is given: a worker without shared memory sends these to the parent, whose
-        # buffer has the vector env's rewards_dtype (float64 for vecenv.gymnasium; float32 casts identically)
-        self.rewards = np.zeros((n,), dtype=np.float64) if rewards is None else rewards
-        self.dones = np.zeros((n,), dtype=bool) if dones is None else dones
+        # float64 (until a worker swaps in the vector env's buffers): a worker without shared memory sends these to
+        # the parent, whose buffer has the vector env's rewards_dtype (float64 for vecenv.gymnasium; float32
+        # casts identically)
+        self.rewards = np.zeros((n,), dtype=np.float64)
+        self.dones = np.zeros((n,), dtype=bool)
         #: bool ``(k,)``: the ``terminated`` / ``truncated`` flags of each env's last step (both may be set)
         self.terminations = np.zeros((n,), dtype=bool)
         self.truncations = np.zeros((n,), dtype=bool)
@@ -196,6 +192,9 @@ class EnvGroup:
         # SAME_STEP mode: envs whose episode ended in a step whose automatic reset raised -> what that step
         # returned (reward, info, whether the info travels, terminated, truncated); their next step resets them
         self._unfinished: dict[int, tuple[Any, dict[str, Any], bool, bool, bool]] = {}
+        # what a step whose automatic reset raised returned for that env (see _end_episode), until the step's
+        # error handler takes it
+        self._failed_autoreset: tuple[Any, dict[str, Any], bool, bool, bool] | None = None
         # what the last step that raised completed (see take_partial_step)
         self._partial_step: tuple[list[int], list[dict[str, Any]]] | None = None
         #: if set (a ``(k, *obs_shape)`` array, by worker processes whose observations live in shared
@@ -253,13 +252,12 @@ class EnvGroup:
         # prebuilt row view (half the cost of buffer[j] = obs), anything else goes through the checking
         # writer (which refuses what does not fit); rewards gathered in a list and the (rare) episode ends
         # as index lists, each written once per call
-        obs_buffer, envs, reset_infos, terminal_obs = self.obs, self.envs, self.reset_infos, self.terminal_obs
+        obs_buffer, envs, reset_infos = self.obs, self.envs, self.reset_infos
         write = self._write_obs
         rows = self._rows if self._rows_buffer is obs_buffer else self._make_rows()
         row_shape, row_dtype = self._row_shape, self._row_dtype
         dense, placeholder = self.dense_infos, _PLACEHOLDER_INFO
-        mode = self.autoreset_mode
-        same_step, next_step = mode is AutoresetMode.SAME_STEP, mode is AutoresetMode.NEXT_STEP
+        next_step = self.autoreset_mode is AutoresetMode.NEXT_STEP
         needs_reset = self.needs_reset
         dones, terminations, truncations = self.dones, self.terminations, self.truncations
         stepped = range(len(envs)) if indices is None else indices
@@ -279,33 +277,17 @@ class EnvGroup:
         infos: list[dict[str, Any]] = []
         step_rewards: list[Any] = []
         add_reward, add_info, ndarray = step_rewards.append, infos.append, np.ndarray
-        self.ended = ended = []
-        self.rich_infos = rich_infos = []
-        self.reset_by_last_step = reset_by_last_step = []
+        ended: list[int] = []
+        rich_infos: list[int] = []
+        self.ended, self.rich_infos, self.reset_by_last_step = ended, rich_infos, []
         unfinished = self._unfinished or None
-        resetting = -1  # the env whose automatic reset (SAME_STEP) is running: kept as unfinished if it raises
         try:
             for j in stepped:
                 if next_step and needs_reset[j]:
-                    # Gymnasium's NEXT_STEP: this step resets the env; its action is ignored
-                    obs, reset_infos[j] = self._reset_one(j, None, None)
-                    needs_reset[j] = False
-                    reset_by_last_step.append(j)
-                    info = _copy_info(reset_infos[j])
-                    info["TimeLimit.truncated"] = False
-                    if len(info) > 1:
-                        rich_infos.append(len(infos))
+                    obs, info = self._reset_at_next_step(j, len(infos))
                     reward: Any = 0.0
                 elif unfinished is not None and j in unfinished:
-                    # its episode ended in a step that raised in its automatic reset: reset it now (its action
-                    # is ignored) and report that episode end
-                    reward, info, rich, terminated, truncated = unfinished[j]
-                    obs, reset_infos[j] = self._reset_one(j, None, None)
-                    del unfinished[j]
-                    ended.append(j)
-                    dones[j], terminations[j], truncations[j] = True, terminated, truncated
-                    if rich:
-                        rich_infos.append(len(infos))
+                    obs, reward, info = self._finish_autoreset(j, len(infos))
                 else:
                     obs, reward, terminated, truncated, env_info = envs[j].step(actions[j])
                     # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
@@ -316,33 +298,8 @@ class EnvGroup:
                     else:
                         info = {"TimeLimit.truncated": False} if dense else placeholder
                     if terminated or truncated:
-                        ended.append(j)
-                        dones[j] = True
-                        if info is placeholder:
-                            info = {"TimeLimit.truncated": False}
-                        if terminated:
-                            terminations[j] = True
-                        if truncated:
-                            truncations[j] = True
-                            if not terminated:
-                                info["TimeLimit.truncated"] = True
-                        if same_step:
-                            if (
-                                terminal_obs is not None
-                                and type(obs) is np.ndarray
-                                and obs.dtype == terminal_obs.dtype
-                                and obs.shape == terminal_obs.shape[1:]
-                            ):
-                                terminal_obs[j] = obs
-                            else:
-                                info["terminal_observation"] = deepcopy(obs)
-                                if not env_info:
-                                    rich_infos.append(len(infos))
-                            resetting = j
-                            obs, reset_infos[j] = self._reset_one(j, None, None)
-                            resetting = -1
-                        elif next_step:
-                            needs_reset[j] = True
+                        rich = bool(env_info)
+                        obs, info = self._end_episode(j, len(infos), obs, reward, info, rich, terminated, truncated)
                 # (dtype identity: builtin dtypes are singletons; an equal but distinct dtype takes the writer)
                 if type(obs) is ndarray and obs.dtype is row_dtype and obs.shape == row_shape:
                     rows[j][...] = obs
@@ -356,13 +313,89 @@ class EnvGroup:
             else:
                 self.rewards[stepped] = step_rewards
         except BaseException as exc:
-            autoreset = None
-            if resetting >= 0:
-                rich = bool(rich_infos) and rich_infos[-1] == len(infos)
-                autoreset = (reward, info, rich, bool(terminated), bool(truncated))
+            autoreset, self._failed_autoreset = self._failed_autoreset, None
             self._keep_partial_step(exc, stepped, infos, step_rewards, autoreset)
             raise
         return infos, reset_infos
+
+    # --- the rare paths of a step, out of its loop ------------------------------------------------------
+
+    def _reset_at_next_step(self, j: int, position: int) -> tuple[Any, dict[str, Any]]:
+        """Gymnasium's NEXT_STEP: this step resets env ``j`` (its action is ignored); ``position``: its place among
+        the step's infos. :return: ``(obs, info)``, the info being a copy of the reset info."""
+        obs, self.reset_infos[j] = self._reset_one(j, None, None)
+        self.needs_reset[j] = False
+        self.reset_by_last_step.append(j)
+        info = _copy_info(self.reset_infos[j])
+        info["TimeLimit.truncated"] = False
+        if len(info) > 1:
+            self.rich_infos.append(position)
+        return obs, info
+
+    def _finish_autoreset(self, j: int, position: int) -> tuple[Any, Any, dict[str, Any]]:
+        """Env ``j``'s episode ended in a step that raised in its automatic reset: reset it now (its action is
+        ignored) and report that episode end. :return: ``(obs, reward, info)`` of that step."""
+        reward, info, rich, terminated, truncated = self._unfinished[j]
+        obs, self.reset_infos[j] = self._reset_one(j, None, None)
+        del self._unfinished[j]
+        self.ended.append(j)
+        self.dones[j], self.terminations[j], self.truncations[j] = True, terminated, truncated
+        if rich:
+            self.rich_infos.append(position)
+        return obs, reward, info
+
+    def _end_episode(
+        self,
+        j: int,
+        position: int,
+        obs: Any,
+        reward: Any,
+        info: dict[str, Any],
+        rich: bool,
+        terminated: bool,
+        truncated: bool,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Env ``j``'s step ended its episode: set its flags and SB3's ``TimeLimit.truncated``; in SAME_STEP mode
+        keep the last observation (shared terminal row or ``info["terminal_observation"]``) and reset the env, in
+        NEXT_STEP mode mark it for a reset at its next step. ``position``: its place among the step's infos; ``rich``:
+        the env returned a non-empty info (already counted in :attr:`rich_infos`).
+
+        :return: ``(obs, info)`` to report: the reset observation in SAME_STEP mode, else ``obs``.
+        :raises BaseException: what the automatic reset raised; what the step returned is then kept in
+            ``_failed_autoreset`` for :meth:`_keep_partial_step`.
+        """
+        self.ended.append(j)
+        self.dones[j] = True
+        if info is _PLACEHOLDER_INFO:
+            info = {"TimeLimit.truncated": False}
+        if terminated:
+            self.terminations[j] = True
+        if truncated:
+            self.truncations[j] = True
+            if not terminated:
+                info["TimeLimit.truncated"] = True
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            terminal_obs = self.terminal_obs
+            if (
+                terminal_obs is not None
+                and type(obs) is np.ndarray
+                and obs.dtype == terminal_obs.dtype
+                and obs.shape == terminal_obs.shape[1:]
+            ):
+                terminal_obs[j] = obs
+            else:
+                info["terminal_observation"] = deepcopy(obs)
+                if not rich:
+                    rich = True
+                    self.rich_infos.append(position)
+            try:
+                obs, self.reset_infos[j] = self._reset_one(j, None, None)
+            except BaseException:
+                self._failed_autoreset = (reward, info, rich, bool(terminated), bool(truncated))
+                raise
+        elif self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            self.needs_reset[j] = True
+        return obs, info
 
     def _keep_partial_step(
         self,

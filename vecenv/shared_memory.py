@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import mmap
 import os
-import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -107,7 +106,7 @@ class SharedBatch:
         return obs, rewards, dones, terminations, truncations, terminal_obs, actions, alloc.offset
 
     @staticmethod
-    def supports(observation_space: spaces.Space, action_space: spaces.Space) -> bool:
+    def supports(observation_space: spaces.Space) -> bool:
         """Whether observations of ``observation_space`` can live in shared memory (fixed-size dtypes only)."""
         return is_shareable(create_batch_buffer(observation_space, 1))
 
@@ -156,7 +155,3 @@ class SharedBatch:
             actions,
         )
 
-
-def platform_supported() -> bool:
-    """Whether file descriptors can be passed to workers here (any POSIX system)."""
-    return sys.platform != "win32"

@@ -416,7 +416,7 @@ def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> C
                     sub_check(part, num_envs)
 
         return check_tuple
-    if not isinstance(action_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+    if not isinstance(action_space, ARRAY_SPACES):
         return lambda actions, num_envs: None  # custom spaces: the env validates its own actions
 
     shape = tuple(action_space.shape or ())

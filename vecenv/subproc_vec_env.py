@@ -13,7 +13,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_batch_size
+from vecenv.engine.checks import (
+    check_env_fns,
+    checked_autoreset_mode,
+    checked_batch_size,
+    checked_max_restarts,
+    checked_n_workers,
+    checked_parent_envs,
+    checked_timeout,
+)
 from vecenv.engine.replies import call_all
 from vecenv.env_group import check_same_spaces
 from vecenv.shared_memory import SharedBatch
@@ -121,26 +129,13 @@ class SubprocVecEnv(WorkerVecEnv):
     ) -> None:
         env_fns = check_env_fns(env_fns)
         mode = checked_autoreset_mode(autoreset_mode)
-        if (
-            isinstance(parent_envs, bool)
-            or not isinstance(parent_envs, (int, np.integer))
-            or not 0 <= parent_envs < len(env_fns)
-        ):
-            raise ValueError(
-                f"parent_envs must be an integer in 0..{len(env_fns) - 1} (at least one env must run in a worker "
-                f"process; DummyVecEnv steps every env in this process), got {parent_envs!r}"
-            )
-        parent_envs = int(parent_envs)
-        for name, value in (("step_timeout", step_timeout), ("reset_timeout", reset_timeout)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-                raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
-        if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
-            raise ValueError(f"max_restarts must be a non-negative integer, got {max_restarts!r}")
+        parent_envs = checked_parent_envs(parent_envs, len(env_fns))
+        step_timeout = checked_timeout("step_timeout", step_timeout)
+        reset_timeout = checked_timeout("reset_timeout", reset_timeout)
+        max_restarts = checked_max_restarts(max_restarts)
         if n_workers is None:  # one process per core; with parent_envs, this process takes one of them
             n_workers = default_n_workers(parent_envs)
-        if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
-            raise ValueError(f"n_workers must be a positive integer or None, got {n_workers!r}")
-        n_workers = min(int(n_workers), len(env_fns) - parent_envs)
+        n_workers = min(checked_n_workers(n_workers), len(env_fns) - parent_envs)
         if batch_size is not None:
             batch_size = checked_batch_size(batch_size, len(env_fns))  # before any process starts
         if start_method is None:
@@ -151,38 +146,15 @@ class SubprocVecEnv(WorkerVecEnv):
         #: how many envs (``0..parent_envs-1``) this process steps itself (see the ``parent_envs`` parameter)
         self.parent_envs = parent_envs
         workers: list[Worker] = []
-        subprocs: list[SubprocWorker] = []
         buffers = None
         action_buffer = None
         try:
-            for group in split_groups(len(env_fns) - parent_envs, n_workers):
-                indices = [parent_envs + i for i in group]
-                subproc = SubprocWorker(ctx, [env_fns[i] for i in indices], indices, mode)
-                subproc.step_timeout, subproc.reset_timeout = step_timeout, reset_timeout
-                subprocs.append(subproc)
-                workers.append(subproc)
-            all_spaces = []
-            if parent_envs:  # built here while the worker processes start; first, as its envs come first
-                parent = InProcessWorker(env_fns[:parent_envs], range(parent_envs), mode)
-                workers.insert(0, parent)
-                all_spaces.append((parent.group.observation_space, parent.group.action_space))
-            all_spaces += call_all(methodcaller("handshake"), subprocs, subprocs)
-            observation_space, action_space = all_spaces[0]
-            for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
-                check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)
+            subprocs = _start_subprocs(ctx, env_fns, parent_envs, n_workers, mode, step_timeout, reset_timeout, workers)
+            observation_space, action_space = _spaces_of(env_fns, parent_envs, mode, workers, subprocs)
             if shared_memory:
-                shared, raw_fd = SharedBatch.create(observation_space, action_space, len(env_fns), self.rewards_dtype)
-                fd = SharedFd(raw_fd)
-                try:
-                    obs_in_shm = SharedBatch.supports(observation_space, action_space)
-                    for worker in subprocs:
-                        worker.setup_shared(shared, fd, obs_in_shm)
-                finally:
-                    if not max_restarts:  # kept open (closed with the workers) to set up restarted workers
-                        fd.close()
-                obs_buffer = shared.obs if obs_in_shm else create_batch_buffer(observation_space, len(env_fns))
-                buffers = (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations)
-                action_buffer = shared.actions
+                buffers, action_buffer = _share_memory(
+                    observation_space, action_space, len(env_fns), self.rewards_dtype, subprocs, bool(max_restarts)
+                )
         except BaseException:
             with contextlib.suppress(Exception):
                 shutdown_workers(workers)
@@ -191,7 +163,7 @@ class SubprocVecEnv(WorkerVecEnv):
         self.shared_memory = shared_memory
         if batch_size is not None:
             self.batch_size = int(batch_size)
-        self.max_restarts = int(max_restarts)
+        self.max_restarts = max_restarts
         self.step_timeout, self.reset_timeout = step_timeout, reset_timeout
 
     @property
@@ -205,3 +177,80 @@ class SubprocVecEnv(WorkerVecEnv):
         (SB3 attribute; vecenv's workers do not speak SB3's ``(cmd, data)`` protocol, so use the VecEnv
         methods rather than sending on these)."""
         return [worker.conn for worker in self._workers if isinstance(worker, SubprocWorker)]
+
+
+# --- the constructor's steps -----------------------------------------------------------------------------------
+
+
+def _start_subprocs(
+    ctx: Any,
+    env_fns: list[Callable[[], gym.Env]],
+    parent_envs: int,
+    n_workers: int,
+    mode: AutoresetMode,
+    step_timeout: float | None,
+    reset_timeout: float | None,
+    workers: list[Worker],
+) -> list[SubprocWorker]:
+    """Start the worker processes for envs ``parent_envs..`` in ``n_workers`` groups (they build their envs while
+    this process goes on); each is appended to ``workers`` as soon as it exists, so a failure can end it."""
+    subprocs: list[SubprocWorker] = []
+    for group in split_groups(len(env_fns) - parent_envs, n_workers):
+        indices = [parent_envs + i for i in group]
+        subproc = SubprocWorker(ctx, [env_fns[i] for i in indices], indices, mode)
+        subproc.step_timeout, subproc.reset_timeout = step_timeout, reset_timeout
+        subprocs.append(subproc)
+        workers.append(subproc)
+    return subprocs
+
+
+def _spaces_of(
+    env_fns: list[Callable[[], gym.Env]],
+    parent_envs: int,
+    mode: AutoresetMode,
+    workers: list[Worker],
+    subprocs: list[SubprocWorker],
+) -> tuple[gym.Space, gym.Space]:
+    """Build the parent's envs (``0..parent_envs-1``, inserted first in ``workers``) while the worker processes
+    start, then wait for each process's handshake.
+
+    :return: the envs' ``(observation_space, action_space)``.
+    :raises ValueError: if a worker's spaces differ from the first worker's.
+    """
+    all_spaces = []
+    if parent_envs:
+        parent = InProcessWorker(env_fns[:parent_envs], range(parent_envs), mode)
+        workers.insert(0, parent)
+        all_spaces.append((parent.group.observation_space, parent.group.action_space))
+    all_spaces += call_all(methodcaller("handshake"), subprocs, subprocs)
+    observation_space, action_space = all_spaces[0]
+    for worker, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
+        check_same_spaces(worker.env_indices[0], obs_space, act_space, observation_space, action_space)
+    return observation_space, action_space
+
+
+def _share_memory(
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    num_envs: int,
+    rewards_dtype: Any,
+    subprocs: list[SubprocWorker],
+    restarts: bool,
+) -> tuple[tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray], Any]:
+    """Create the shared batch block and map it in every worker process. The block's fd is closed once the
+    workers have it, unless ``restarts`` (kept to set up restarted workers; closed with the workers).
+
+    :return: ``(buffers, action_buffer)`` for :class:`~vecenv.worker_vec_env.WorkerVecEnv`; observations of a
+        space with no fixed-size dtype live in an ordinary buffer (they travel pickled).
+    """
+    shared, raw_fd = SharedBatch.create(observation_space, action_space, num_envs, rewards_dtype)
+    fd = SharedFd(raw_fd)
+    try:
+        obs_in_shm = SharedBatch.supports(observation_space)
+        for worker in subprocs:
+            worker.setup_shared(shared, fd, obs_in_shm)
+    finally:
+        if not restarts:
+            fd.close()
+    obs_buffer = shared.obs if obs_in_shm else create_batch_buffer(observation_space, num_envs)
+    return (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations), shared.actions

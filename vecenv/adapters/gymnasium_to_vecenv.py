@@ -18,9 +18,8 @@ from gymnasium import spaces
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
-from vecenv.adapters.checks import check_open, is_int
 from vecenv.adapters.vecenv_to_gymnasium import VecEnvToGymnasium
-from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, check_open, is_int
 from vecenv.env_group import is_wrapped
 from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError
 from vecenv.gymnasium.conversions import gymnasium_batch_to_vecenv, per_env_infos
@@ -327,17 +326,6 @@ class GymnasiumToVecEnv(VecEnv):
                 to_reset[i] = False
 
     # --- calls into the sub-envs ------------------------------------------------------------------
-
-    def _normalize_indices(self, indices: VecEnvIndices) -> list[int]:
-        n = self.num_envs
-        normalized = []
-        for index in self._get_indices(indices):
-            if not is_int(index):
-                raise TypeError(f"indices must be None, an int or an iterable of ints, got element {index!r}")
-            if not -n <= index < n:
-                raise IndexError(f"env index {index} is out of range for a vector env with num_envs={n}")
-            normalized.append(int(index) % n)
-        return normalized
 
     def _all_envs(self, what: str, indices: VecEnvIndices) -> list[int]:
         """The indices, which must address every env exactly once (Gymnasium's calls reach all envs)."""

@@ -12,8 +12,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from vecenv.adapters.checks import check_open, is_int
-from vecenv.base import VecEnv
+from vecenv.base import VecEnv, check_open, is_int
 from vecenv.gymnasium.conversions import (
     attribute_values_for_call,
     vecenv_batch_to_gymnasium,

@@ -30,7 +30,6 @@ __all__ = [
     "package_version",
     "subproc_parameters",
     "vecenv_commit",
-    "vecenv_supports_n_workers",
 ]
 
 
@@ -127,10 +126,6 @@ def subproc_parameters() -> list[str]:
     """The parameters of this vecenv's ``SubprocVecEnv``, in order."""
     return list(inspect.signature(SubprocVecEnv).parameters)
 
-
-def vecenv_supports_n_workers() -> bool:
-    """Whether this vecenv's ``SubprocVecEnv`` takes ``n_workers`` (several envs per worker process)."""
-    return "n_workers" in subproc_parameters()
 
 
 def machine_info() -> dict[str, Any]:

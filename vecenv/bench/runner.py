@@ -44,7 +44,7 @@ from vecenv.bench.backends import (
 )
 from vecenv.bench.case import ACTION_POOL, Case, run_case, time_steps, warm_up
 from vecenv.bench.isolated import case_main, run_case_isolated
-from vecenv.bench.machine import load_average, machine_info, mem_available_mib, vecenv_supports_n_workers
+from vecenv.bench.machine import load_average, machine_info, mem_available_mib
 from vecenv.bench.workloads import WORKLOADS, calibrate_cpu_iterations
 from vecenv.optional import SB3_INSTALL_HINT
 
@@ -75,7 +75,6 @@ __all__ = [
     "run_case",
     "run_case_isolated",
     "time_steps",
-    "vecenv_supports_n_workers",
     "warm_up",
 ]
 

@@ -7,14 +7,23 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["check_env_fns", "checked_autoreset_mode", "checked_batch_size"]
+from vecenv.base import is_int
+
+__all__ = [
+    "check_env_fns",
+    "checked_autoreset_mode",
+    "checked_batch_size",
+    "checked_max_restarts",
+    "checked_n_workers",
+    "checked_parent_envs",
+    "checked_timeout",
+]
 
 
 def checked_batch_size(value: Any, num_envs: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= num_envs:
+    if not is_int(value) or not 1 <= value <= num_envs:
         raise ValueError(f"batch_size must be an integer in 1..{num_envs} (num_envs), got {value!r}")
     return int(value)
 
@@ -44,3 +53,30 @@ def check_env_fns(env_fns: Sequence[Callable[[], gym.Env]]) -> list[Callable[[],
                 "Pass e.g. `lambda: gymnasium.make('CartPole-v1')`, not the env itself."
             )
     return env_fns
+
+
+def checked_parent_envs(value: Any, num_envs: int) -> int:
+    if not is_int(value) or not 0 <= value < num_envs:
+        raise ValueError(
+            f"parent_envs must be an integer in 0..{num_envs - 1} (at least one env must run in a worker "
+            f"process; DummyVecEnv steps every env in this process), got {value!r}"
+        )
+    return int(value)
+
+
+def checked_timeout(name: str, value: Any) -> float | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
+    return value
+
+
+def checked_max_restarts(value: Any) -> int:
+    if not is_int(value) or value < 0:
+        raise ValueError(f"max_restarts must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def checked_n_workers(value: Any) -> int:
+    if not is_int(value) or value < 1:
+        raise ValueError(f"n_workers must be a positive integer or None, got {value!r}")
+    return int(value)

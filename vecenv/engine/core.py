@@ -14,9 +14,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn, check_open
 from vecenv.engine.replies import wait_ready
-from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError
+from vecenv.errors import AlreadyPendingCallError
 from vecenv.protocol import Command
 from vecenv.spaces import (
     batch_copy,
@@ -153,8 +153,7 @@ class EngineCore(VecEnv):
         return self._state is AsyncState.WAITING_STEP
 
     def _check_open(self, what: str) -> None:
-        if self._closed:
-            raise ClosedVecEnvError(f"Cannot call {what}() on a closed {type(self).__name__}; create a new one.")
+        check_open(self, what)
 
     def _check_idle(self, what: str) -> None:
         self._check_open(what)
@@ -220,17 +219,6 @@ class EngineCore(VecEnv):
             self._dones.copy(),
             infos,
         )
-
-    def _normalize_indices(self, indices: VecEnvIndices) -> list[int]:
-        n = self.num_envs
-        normalized = []
-        for index in self._get_indices(indices):
-            if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
-                raise TypeError(f"indices must be None, an int or an iterable of ints, got element {index!r}")
-            if not -n <= index < n:
-                raise IndexError(f"env index {index} is out of range for a vector env with num_envs={n}")
-            normalized.append(int(index) % n)
-        return normalized
 
     def close(self) -> None:
         """Close every env and end every worker process (bounded; idempotent; also runs at garbage collection).

@@ -418,6 +418,8 @@ class SubprocWorker(Worker):
         self._shared: tuple[SharedBatch, SharedFd, bool] | None = None
         self._start_process()
         self._pending: Command | None = None
+        # late replies of an abandoned request that shutdown must skip before the CLOSE reply
+        self._stale_replies = 0
         # when recv() gives up on the pending STEP / RESET reply (monotonic seconds; None: never)
         self._deadline: float | None = None
         # how the envs' reset is called (EnvGroup.gymnasium_resets), as the last RESET request said
@@ -803,7 +805,7 @@ class SubprocWorker(Worker):
         error: BaseException | None = None
         if self._pending is Command.CLOSE:
             try:
-                for _ in range(getattr(self, "_stale_replies", 0)):  # an abandoned step's late reply
+                for _ in range(self._stale_replies):  # an abandoned step's late reply
                     if self.conn.poll(max(0.0, deadline - time.monotonic())):
                         self.conn.recv_bytes()
                 if self.conn.poll(max(0.0, deadline - time.monotonic())):

@@ -12,6 +12,7 @@ import copy
 import inspect
 import os
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -293,6 +294,23 @@ class VecNormalize(VecEnvWrapper):
         """``obs * sqrt(var + epsilon) + mean``."""
         return (obs * np.sqrt(obs_rms.var + self.epsilon)) + obs_rms.mean
 
+    def _transform_obs(
+        self, obs: VecEnvObs, transform: Callable[[np.ndarray, RunningMeanStd], np.ndarray]
+    ) -> VecEnvObs:
+        """A deep copy of ``obs`` whose normalized arrays (all, or the ``norm_obs_keys`` of a dict) are replaced by
+        ``transform(array, its statistics)``; with ``norm_obs=False`` just the copy."""
+        obs_ = copy.deepcopy(obs)
+        if self.norm_obs:
+            obs_rms = self.obs_rms
+            if isinstance(obs, dict) and isinstance(obs_rms, dict):
+                assert isinstance(obs_, dict) and self.norm_obs_keys is not None
+                for key in self.norm_obs_keys:
+                    obs_[key] = transform(obs[key], obs_rms[key])
+            else:
+                assert isinstance(obs_rms, RunningMeanStd)
+                obs_ = transform(obs, obs_rms)  # type: ignore[arg-type]
+        return obs_
+
     def normalize_obs(self, obs: VecEnvObs) -> VecEnvObs:
         """Normalize observations with the current statistics (does not update them; ``obs`` is not modified).
 
@@ -300,17 +318,7 @@ class VecNormalize(VecEnvWrapper):
         :return: a new array / dict; the normalized arrays (the keys in ``norm_obs_keys``) are float32
             and clipped to ``±clip_obs``. With ``norm_obs=False`` a deep copy of ``obs``.
         """
-        obs_ = copy.deepcopy(obs)
-        if self.norm_obs:
-            obs_rms = self.obs_rms
-            if isinstance(obs, dict) and isinstance(obs_rms, dict):
-                assert isinstance(obs_, dict) and self.norm_obs_keys is not None
-                for key in self.norm_obs_keys:
-                    obs_[key] = self._normalize_obs(obs[key], obs_rms[key]).astype(np.float32)
-            else:
-                assert isinstance(obs_rms, RunningMeanStd)
-                obs_ = self._normalize_obs(obs, obs_rms).astype(np.float32)  # type: ignore[arg-type]
-        return obs_
+        return self._transform_obs(obs, lambda part, rms: self._normalize_obs(part, rms).astype(np.float32))
 
     def normalize_reward(self, reward: np.ndarray) -> np.ndarray:
         """Scale rewards by the return statistics and clip them (does not update the statistics).
@@ -329,17 +337,7 @@ class VecNormalize(VecEnvWrapper):
         :param obs: normalized observations (array or dict).
         :return: a new array / dict in raw units (float64 for the unnormalized arrays).
         """
-        obs_ = copy.deepcopy(obs)
-        if self.norm_obs:
-            obs_rms = self.obs_rms
-            if isinstance(obs, dict) and isinstance(obs_rms, dict):
-                assert isinstance(obs_, dict) and self.norm_obs_keys is not None
-                for key in self.norm_obs_keys:
-                    obs_[key] = self._unnormalize_obs(obs[key], obs_rms[key])
-            else:
-                assert isinstance(obs_rms, RunningMeanStd)
-                obs_ = self._unnormalize_obs(obs, obs_rms)  # type: ignore[arg-type]
-        return obs_
+        return self._transform_obs(obs, self._unnormalize_obs)
 
     def unnormalize_reward(self, reward: np.ndarray) -> np.ndarray:
         """Invert :meth:`normalize_reward` (without the clipping).
