@@ -10,31 +10,7 @@ docs/performance.md); a socket pair serves once, to pass the shared block's file
 Messages use ``multiprocessing.Connection``'s framing (a 4-byte length, then the bytes), read with
 :func:`read_message`, which gets a 1-byte message in a single ``read(2)``.
 
-Protocol (every request gets exactly one reply):
-
-==============================  =============================================================
-parent -> worker                meaning
-==============================  =============================================================
-``b"S"``                        STEP every env of the group, actions already in shared memory
-``b"P" + pickle(indices)``      STEP the envs at these local indices (partial batch), shared actions
-``b"s" + pickle((a, indices))`` STEP with pickled actions (action spaces that cannot be shared)
-``b"C" + pickle((cmd, arg))``   any other :class:`~vecenv.protocol.Command` (cloudpickled)
-==============================  =============================================================
-
-====================================  ===========================================================
-worker -> parent                      meaning
-====================================  ===========================================================
-``b"\\x00"``                           STEP done, no env done; every info is
-                                      ``{"TimeLimit.truncated": False}``
-``b"\\x03"``                           STEP done, some envs done (see the shared dones); no info
-                                      or reset info beyond what the parent rebuilds from the
-                                      shared arrays
-``b"\\x01" + pickle(payload)``         success with a payload (sparse infos, results, ...)
-``b"\\x02" + pickle((error, part))``   the command raised: a
-                                      :class:`~vecenv.errors.PackedException`; for STEP, ``part``
-                                      holds what the envs that finished before the error
-                                      returned (they keep their results), else None
-====================================  ===========================================================
+The messages (what each request and reply holds) are defined in :mod:`vecenv.workers.messages`.
 
 The parent never blocks on a pipe without also watching the worker's process sentinel, so a dead
 worker is an error, not a hang.
@@ -44,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import re
 import select
 import signal
@@ -52,7 +27,6 @@ import struct
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
@@ -64,31 +38,18 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import CloudpickleWrapper
-from vecenv.errors import PackedException, WorkerDiedError
+from vecenv.errors import WorkerDiedError
 from vecenv.protocol import Command
 from vecenv.shared_memory import SharedBatch
-from vecenv.spaces import batch_assign, batch_copy, batch_slice, split_actions
+from vecenv.spaces import batch_copy, batch_slice, split_actions
 from vecenv.workers.base import Worker
-
-# The first byte of every message says what it is (its tag). Requests: step every env, actions in shared memory
-# (the whole message); step some envs, actions in shared memory (+ pickled local ids); step with pickled
-# ``(actions, local ids)``; any other command (+ cloudpickled ``(command, payload)``). Replies: a step whose
-# results are all in shared memory, without / with an episode end (the whole message); success (+ pickled
-# result); failure (+ pickled ``(PackedException, partial step)``).
-STEP_SHARED = ord("S")
-STEP_SHARED_PARTIAL = ord("P")
-STEP_PICKLED = ord("s")
-CALL = ord("C")
-OK_EMPTY = 0
-OK = 1
-FAILED = 2
-OK_EMPTY_DONE = 3
-# the one-byte messages, encoded once
-STEP_SHARED_MESSAGE = bytes([STEP_SHARED])
-OK_EMPTY_MESSAGE = bytes([OK_EMPTY])
-OK_EMPTY_DONE_MESSAGE = bytes([OK_EMPTY_DONE])
-_DEFAULT_INFO_KEY = "TimeLimit.truncated"
-
+from vecenv.workers.messages import (
+    CALL,
+    STEP_SHARED_MESSAGE,
+    GroupServer,
+    MessageWorker,
+    build_group,
+)
 
 # multiprocessing.Connection's framing (so its recv_bytes / send_bytes interoperate): a 4-byte big-endian
 # length, or -1 and an 8-byte length for messages over 2 GiB, then the bytes
@@ -158,13 +119,6 @@ def write_message(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _dumps(obj: Any) -> bytes:
-    try:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # lambdas, local classes...: cloudpickle output loads with pickle.loads
-        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-
-
 def _exit_when_parent_dies() -> None:
     """Start a daemon thread that ends this worker as soon as its parent process is gone."""
     import multiprocessing
@@ -180,17 +134,17 @@ def _exit_when_parent_dies() -> None:
     threading.Thread(target=watch, name="vecenv-parent-watch", daemon=True).start()
 
 
-class _WorkerLoop:
-    """The worker side: serves requests for one :class:`EnvGroup` until CLOSE or the pipe closes."""
+class _WorkerLoop(GroupServer):
+    """The worker process's side: serves requests for one :class:`EnvGroup` until CLOSE or the pipe closes, with
+    the group's rows of the shared batch mapped by SETUP."""
 
     def __init__(self, conn_in: Connection, conn_out: Connection, fd_conn: Connection, group: Any) -> None:
+        super().__init__(group)
         self.conn_in, self.conn_out, self.fd_conn = conn_in, conn_out, fd_conn
-        self.group = group
-        group.dense_infos = False  # only the rich infos travel (see step)
         self.shared: SharedBatch | None = None
         self.action_view: Any = None
-        self.obs_in_shm = False
-        self.arrays_in_shm = False
+        self._action_space = group.action_space
+        self._n_local = len(group)
 
     def setup(self, arg: tuple[int, int, int, int, bool, str]) -> None:
         """Map the shared batch (its fd follows this message) and write the group's rows there from now on."""
@@ -218,92 +172,28 @@ class _WorkerLoop:
         if shared.actions is not None:
             self.action_view = batch_slice(shared.actions, start, stop)
 
-    def _arrays(self) -> tuple[Any, Any]:
-        group = self.group
-        obs = None if self.obs_in_shm else group.obs
-        rewards_dones = (
-            None if self.arrays_in_shm else (group.rewards, group.dones, group.terminations, group.truncations)
-        )
-        return obs, rewards_dones
-
-    def step(self, actions: Any, indices: list[int] | None) -> bytes:
-        group = self.group
-        infos, reset_infos = group.step(actions, indices)
-        payload = self._step_payload(infos, reset_infos)
-        if payload is None:
-            return OK_EMPTY_DONE_MESSAGE if group.ended else OK_EMPTY_MESSAGE
-        return bytes([OK]) + _dumps(payload)
-
-    def _step_payload(self, infos: list[dict[str, Any]], reset_infos: list[dict[str, Any]]) -> tuple[Any, ...] | None:
-        """``(obs, rewards_dones, sparse_infos, sparse_resets)`` of the envs the last step completed, or None if
-        the parent can rebuild everything from the shared arrays."""
-        # infos by position among the stepped envs; reset infos by local env index. An info holding
-        # only "TimeLimit.truncated" is rebuilt by the parent from the dones and truncations arrays
-        # (and the terminal observation from shared memory), so it need not travel.
-        group = self.group
-        ended = group.ended
-        sparse_infos = [(pos, infos[pos]) for pos in group.rich_infos]
-        if group.autoreset_mode is AutoresetMode.SAME_STEP:
-            # the parent knows which envs reset (the done ones) and assumes empty reset infos for them
-            sparse_resets = [(j, reset_infos[j]) for j in ended if reset_infos[j]]
-        else:
-            # NEXT_STEP: the envs reset by this step are the ones that were done before it: name them all
-            sparse_resets = [(j, reset_infos[j]) for j in group.reset_by_last_step]
-        if not sparse_infos and not sparse_resets and self.obs_in_shm and self.arrays_in_shm:
+    def call(self, command: Command, arg: Any) -> Any:
+        if command is Command.SETUP:
+            self.setup(arg)
             return None
-        return (*self._arrays(), sparse_infos, sparse_resets)
+        return super().call(command, arg)
 
-    def _partial_step_payload(self) -> tuple[Any, ...] | None:
-        """After a step that raised: ``(completed local indices, obs, rewards_dones, sparse_infos, sparse_resets)``
-        of the envs that finished stepping before the error (they keep their results), or None."""
-        partial = self.group.take_partial_step()
-        if partial is None:
-            return None
-        completed, infos = partial
-        payload = self._step_payload(infos, self.group.reset_infos)
-        return (completed, *(payload if payload is not None else (None, None, [], [])))
-
-    def _shared_actions(self, space: gym.Space, n_local: int) -> Any:
+    def shared_actions(self) -> Any:
         """This step's actions, copied out of shared memory: an env may keep its action (a Box action is
         a row of the batch), and the parent overwrites the buffer at the next step."""
         actions = self.action_view
         if type(actions) is np.ndarray:
             return actions.copy()
-        return split_actions(space, batch_copy(actions), 0, n_local)
+        return split_actions(self._action_space, batch_copy(actions), 0, self._n_local)
 
     def serve(self) -> None:
-        fd_in, fd_out, group = self.conn_in.fileno(), self.conn_out.fileno(), self.group
-        handlers = group.handlers
-        space = group.action_space
-        n_local = len(group)
+        fd_in, fd_out, handle = self.conn_in.fileno(), self.conn_out.fileno(), self.handle
         while True:
             try:
                 message = read_message(fd_in)
             except (EOFError, OSError):
                 return
-            command = Command.STEP
-            try:
-                if message == STEP_SHARED_MESSAGE:
-                    reply = self.step(self._shared_actions(space, n_local), None)
-                elif message[0] == STEP_SHARED_PARTIAL:
-                    indices = pickle.loads(message[1:])
-                    reply = self.step(self._shared_actions(space, n_local), indices)
-                elif message[0] == STEP_PICKLED:
-                    reply = self.step(*pickle.loads(message[1:]))
-                else:
-                    command, arg = pickle.loads(message[1:])
-                    if command is Command.SETUP:
-                        self.setup(arg)
-                        result: Any = None
-                    elif command is Command.RESET:
-                        reset_infos = handlers[command](arg)
-                        result = (*self._arrays(), reset_infos)
-                    else:
-                        result = handlers[command](arg)
-                    reply = bytes([OK]) + _dumps(result)
-            except Exception as exc:
-                partial = self._partial_step_payload() if command is Command.STEP else None
-                reply = bytes([FAILED]) + _dumps((PackedException(exc, traceback.format_exc()), partial))
+            reply, command = handle(message)
             write_message(fd_out, reply)
             if command is Command.CLOSE:
                 return
@@ -322,21 +212,17 @@ def worker_main(
         end of the reply pipe, and a socket the shared block's file descriptor arrives on.
     :param parent_conns: the parent's ends of the same channels (inherited under fork: closed at once).
     """
-    from vecenv.env_group import EnvGroup
-
     # Ctrl-C is the parent's business: it shuts the workers down cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for parent_conn in parent_conns:
         parent_conn.close()
     conn_in, conn_out, fd_conn = conns
     _exit_when_parent_dies()
-    try:
-        group = EnvGroup(env_fns.var, env_indices, autoreset_mode=autoreset_mode)
-    except Exception as exc:  # SystemExit & co. end the worker, as in step: the parent reports the exit code
-        conn_out.send_bytes(bytes([FAILED]) + _dumps((PackedException(exc, traceback.format_exc()), None)))
+    group, handshake = build_group(env_fns.var, env_indices, autoreset_mode)
+    conn_out.send_bytes(handshake)
+    if group is None:  # building the envs raised: the parent reports the error
         conn_out.close()
         return
-    conn_out.send_bytes(bytes([OK]) + _dumps((group.observation_space, group.action_space)))
     _WorkerLoop(conn_in, conn_out, fd_conn, group).serve()
     for conn in conns:
         conn.close()
@@ -391,7 +277,7 @@ def _describe_exit(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
-class SubprocWorker(Worker):
+class SubprocWorker(MessageWorker):
     """Parent-side handle of one worker process running a group of envs.
 
     :param ctx: a multiprocessing context (fork, forkserver or spawn).
@@ -407,33 +293,14 @@ class SubprocWorker(Worker):
         env_indices: Sequence[int],
         autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP,
     ) -> None:
-        super().__init__(env_indices)
-        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        super().__init__(env_indices, autoreset_mode)
         self._ctx = ctx
         self._env_fns = CloudpickleWrapper(list(env_fns))
-        #: seconds to wait for a STEP / RESET reply before the worker is killed (None: forever)
-        self.step_timeout: float | None = None
-        self.reset_timeout: float | None = None
         #: kept for :meth:`restart`: the shared block (fd stays open until shutdown) and its arguments
         self._shared: tuple[SharedBatch, SharedFd, bool] | None = None
         self._start_process()
-        self._pending: Command | None = None
         # late replies of an abandoned request that shutdown must skip before the CLOSE reply
         self._stale_replies = 0
-        # when recv() gives up on the pending STEP / RESET reply (monotonic seconds; None: never)
-        self._deadline: float | None = None
-        # how the envs' reset is called (EnvGroup.gymnasium_resets), as the last RESET request said
-        self._gymnasium_resets = False
-        #: why this worker cannot be used any more (it was killed or died): every later call raises it
-        self._lost: str | None = None
-        # what the last STEP that raised completed (see take_partial_step)
-        self._partial: tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None = None
-        self._step_indices: Sequence[int] | None = None
-        # views of the vec env's (obs, rewards, dones, terminations, truncations) rows of this group
-        self._buffers: tuple[Any, Any, Any, Any, Any] | None = None
-        # the last observations of finished episodes, if they live in shared memory (EnvGroup.terminal_obs)
-        self._terminal_obs: Any = None
-        self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
 
     def _start_process(self) -> None:
         ctx = self._ctx
@@ -517,31 +384,8 @@ class SubprocWorker(Worker):
         wait_ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
         return sorted({owner[fd] for fd, _ in poller.poll(wait_ms)})
 
-    @property
-    def reply_deadline(self) -> float | None:
-        return self._deadline
-
-    def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
-        self._buffers = (obs_buffer, rewards, dones, terminations, truncations)
-
     def _where(self) -> str:
         return f"worker process {self.process.pid} (envs {self.env_indices})"
-
-    @property
-    def pending(self) -> Command | None:
-        return self._pending
-
-    @property
-    def usable(self) -> bool:
-        return self._lost is None
-
-    def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None:
-        partial, self._partial = self._partial, None
-        return partial
-
-    def _check_usable(self) -> None:
-        if self._lost is not None:
-            raise WorkerDiedError(self._lost)
 
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
         try:
@@ -551,127 +395,6 @@ class SubprocWorker(Worker):
                 write_message(self._send_fd, data)
         except (OSError, EOFError) as exc:  # broken pipe or reset: the worker is gone
             raise self._died(doing) from exc
-
-    def send(self, command: Command, payload: Any) -> None:
-        self._check_usable()
-        if self._pending is not None:
-            # a reply was never collected (e.g. KeyboardInterrupt in the middle of a step): drop it
-            try:
-                self.recv()
-            except WorkerDiedError:
-                raise
-            except Exception:
-                pass
-            self._partial = None
-        if command is Command.RESET and len(payload) > 3:
-            self._gymnasium_resets = bool(payload[3])  # a restart resets the new envs the same way
-        if command is Command.STEP:
-            actions, indices = payload
-            self._step_indices = indices
-            if actions is not None:
-                data = bytes([STEP_PICKLED]) + _dumps(payload)
-            elif indices is None:
-                data = STEP_SHARED_MESSAGE
-            else:
-                data = bytes([STEP_SHARED_PARTIAL]) + _dumps(list(indices))
-        else:
-            data = bytes([CALL]) + cloudpickle.dumps((command, payload))
-        timeout = (
-            self.step_timeout if command is Command.STEP else self.reset_timeout if command is Command.RESET else None
-        )
-        self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._send_bytes(data, command)
-        self._pending = command
-
-    def recv(self) -> Any:
-        self._check_usable()
-        command = self._pending
-        assert command is not None, "recv() without send()"
-        data = self._recv_raw(command)
-        self._pending = None
-        if command is Command.STEP:
-            return self._step_reply(data)
-        result = self._reply(data)
-        if command is Command.RESET:
-            obs, rewards_dones, reset_infos = result
-            self._store_arrays(obs, rewards_dones)
-            self._reset_infos = list(reset_infos)
-            return self._reset_infos
-        return result
-
-    def _reply(self, data: bytes) -> Any:
-        status = data[0]
-        payload: Any = pickle.loads(memoryview(data)[1:]) if len(data) > 1 else None
-        if status == FAILED:
-            packed, partial = payload
-            assert isinstance(packed, PackedException)
-            if partial is not None:  # a STEP that raised: the envs that finished before keep their results
-                completed, obs, rewards_dones, sparse_infos, sparse_resets = partial
-                self._store_arrays(obs, rewards_dones)
-                infos = self._rebuild_infos(completed, sparse_infos, sparse_resets)
-                self._partial = (list(completed), infos, list(self._reset_infos))
-            raise packed.rebuild(self._where())
-        return payload
-
-    def _store_arrays(self, obs: Any, rewards_dones: Any) -> None:
-        assert self._buffers is not None, "attach() must be called before stepping"
-        if obs is not None:
-            batch_assign(self._buffers[0], obs)
-        if rewards_dones is not None:
-            for view, values in zip(self._buffers[1:], rewards_dones, strict=True):
-                view[:] = values
-
-    def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
-        if data == OK_EMPTY_MESSAGE:  # the common step: nothing else to rebuild
-            n = len(self.env_indices) if self._step_indices is None else len(self._step_indices)
-            return [{_DEFAULT_INFO_KEY: False} for _ in range(n)], self._reset_infos
-        if data == OK_EMPTY_DONE_MESSAGE:
-            return self._rebuild_infos(self._step_indices, [], [], any_done=True), self._reset_infos
-        obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
-        self._store_arrays(obs, rewards_dones)
-        return self._rebuild_infos(self._step_indices, sparse_infos, sparse_resets), self._reset_infos
-
-    def _rebuild_infos(
-        self,
-        step_indices: Sequence[int] | None,
-        sparse_infos: list[tuple[int, dict[str, Any]]],
-        sparse_resets: list[tuple[int, dict[str, Any]]],
-        any_done: bool | None = None,
-    ) -> list[dict[str, Any]]:
-        """The infos of the envs at ``step_indices`` (local; None: all), from the infos that travelled and the
-        shared flags and terminal observations; the reset infos are updated in :attr:`_reset_infos`.
-
-        :param any_done: whether some env of the group is done (None: look at the shared dones).
-        """
-        stepped = range(len(self.env_indices)) if step_indices is None else step_indices
-        infos: list[dict[str, Any]] = [{_DEFAULT_INFO_KEY: False} for _ in stepped]
-        reset_infos = self._reset_infos
-        for pos, info in sparse_infos:
-            infos[pos] = info
-        assert self._buffers is not None
-        dones = self._buffers[2]
-        if any_done or (any_done is None and dones.any()):
-            terminations, truncations = self._buffers[3], self._buffers[4]
-            same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
-            # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
-            terminal_obs = self._terminal_obs if same_step else None
-            if step_indices is None:
-                finished = [(j, j) for j in dones.nonzero()[0].tolist()]
-            else:
-                finished = [(pos, j) for pos, j in enumerate(stepped) if dones[j]]
-            for pos, j in finished:
-                if same_step:
-                    reset_infos[j] = {}  # the reset of a done env; non-empty ones are in sparse_resets
-                info = infos[pos]
-                if truncations[j] and not terminations[j]:
-                    info[_DEFAULT_INFO_KEY] = True
-                # an info that already holds it got an observation that did not fit the shared array
-                if terminal_obs is not None and "terminal_observation" not in info:
-                    info["terminal_observation"] = terminal_obs[j, ...].copy()  # 0-d rows stay arrays
-        for j, reset_info in sparse_resets:
-            reset_infos[j] = reset_info
-        return infos
 
     def _recv_raw(self, doing: Command | str) -> bytes:
         deadline = self._deadline if self._pending is not None else None
@@ -772,11 +495,7 @@ class SubprocWorker(Worker):
         self.handshake()
         if self._shared is not None:
             self.setup_shared(*self._shared)
-        n = len(self.env_indices)
-        seeds_list, options_list = list(seeds or [None] * n), [o or {} for o in (options or [None] * n)]
-        self.send(Command.RESET, (seeds_list, options_list, None, self._gymnasium_resets))
-        reset_infos: list[dict[str, Any]] = self.recv()
-        return reset_infos
+        return self._reset_after_restart(seeds, options)
 
     # --- shutdown -------------------------------------------------------------------------------
 

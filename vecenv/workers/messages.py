@@ -1,0 +1,410 @@
+"""The messages between a vector env and a group of envs served elsewhere: a worker process, a Ray actor.
+
+Transport-neutral: :class:`GroupServer` turns a request message into a reply message for one
+:class:`~vecenv.env_group.EnvGroup`, wherever it runs; :class:`MessageWorker` is the parent's side of the same
+protocol (requests out, replies decoded into the vector env's buffers and infos) and leaves only moving the
+bytes to its subclasses (:class:`~vecenv.workers.subproc.SubprocWorker` over pipes,
+:class:`~vecenv.workers.ray_actors.RayWorker` through Ray).
+
+Protocol (every request gets exactly one reply; the first byte says what a message is):
+
+==============================  =============================================================
+parent -> group                 meaning
+==============================  =============================================================
+``b"S"``                        STEP every env of the group, actions already in shared memory
+``b"P" + pickle(indices)``      STEP the envs at these local indices (partial batch), shared actions
+``b"s" + pickle((a, indices))`` STEP with pickled actions (no shared action buffer)
+``b"C" + pickle((cmd, arg))``   any other :class:`~vecenv.protocol.Command` (cloudpickled)
+==============================  =============================================================
+
+====================================  ===========================================================
+group -> parent                       meaning
+====================================  ===========================================================
+``b"\\x00"``                           STEP done, no env done; every info is
+                                      ``{"TimeLimit.truncated": False}``, arrays in shared memory
+``b"\\x03"``                           STEP done, some envs done (see the shared dones); no info
+                                      or reset info beyond what the parent rebuilds from the
+                                      shared arrays
+``b"\\x01" + pickle(payload)``         success with a payload (sparse infos, arrays that are not
+                                      shared, results, ...)
+``b"\\x02" + pickle((error, part))``   the command raised: a
+                                      :class:`~vecenv.errors.PackedException`; for STEP, ``part``
+                                      holds what the envs that finished before the error
+                                      returned (they keep their results), else None
+====================================  ===========================================================
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+import traceback
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cloudpickle
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode
+
+from vecenv.errors import PackedException, WorkerDiedError
+from vecenv.protocol import Command
+from vecenv.spaces import batch_assign
+from vecenv.workers.base import Worker
+
+__all__ = ["GroupServer", "MessageWorker", "build_group", "dumps"]
+
+# The first byte of every message says what it is (its tag). Requests: step every env, actions in shared memory
+# (the whole message); step some envs, actions in shared memory (+ pickled local ids); step with pickled
+# ``(actions, local ids)``; any other command (+ cloudpickled ``(command, payload)``). Replies: a step whose
+# results are all in shared memory, without / with an episode end (the whole message); success (+ pickled
+# result); failure (+ pickled ``(PackedException, partial step)``).
+STEP_SHARED = ord("S")
+STEP_SHARED_PARTIAL = ord("P")
+STEP_PICKLED = ord("s")
+CALL = ord("C")
+OK_EMPTY = 0
+OK = 1
+FAILED = 2
+OK_EMPTY_DONE = 3
+# the one-byte messages, encoded once
+STEP_SHARED_MESSAGE = bytes([STEP_SHARED])
+OK_EMPTY_MESSAGE = bytes([OK_EMPTY])
+OK_EMPTY_DONE_MESSAGE = bytes([OK_EMPTY_DONE])
+_DEFAULT_INFO_KEY = "TimeLimit.truncated"
+DEFAULT_INFO_KEY = "TimeLimit.truncated"
+
+
+def dumps(obj: Any) -> bytes:
+    """``obj`` pickled (cloudpickle for what pickle refuses: lambdas, local classes; it loads with pickle)."""
+    try:
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def build_group(
+    env_fns: Sequence[Callable[[], gym.Env]], env_indices: Sequence[int], autoreset_mode: AutoresetMode | str
+) -> tuple[Any, bytes]:
+    """Build the :class:`~vecenv.env_group.EnvGroup` of a served group.
+
+    :return: ``(group, handshake reply)``: the reply carries ``(observation_space, action_space)``, or, with
+        ``group`` None, the error building the envs raised (SystemExit & co. propagate).
+    """
+    from vecenv.env_group import EnvGroup
+
+    try:
+        group = EnvGroup(env_fns, env_indices, autoreset_mode=autoreset_mode)
+    except Exception as exc:
+        return None, bytes([FAILED]) + dumps((PackedException(exc, traceback.format_exc()), None))
+    return group, bytes([OK]) + dumps((group.observation_space, group.action_space))
+
+
+class GroupServer:
+    """The group's side: answers request messages for one :class:`~vecenv.env_group.EnvGroup` (:meth:`handle`).
+
+    Observations and flags travel in the replies unless a transport puts them in shared memory
+    (``obs_in_shm`` / ``arrays_in_shm``, set by the worker process's SETUP).
+    """
+
+    def __init__(self, group: Any) -> None:
+        self.group = group
+        group.dense_infos = False  # only the rich infos travel (see step)
+        self.obs_in_shm = False
+        self.arrays_in_shm = False
+
+    def shared_actions(self) -> Any:
+        """This step's actions from the shared action buffer (transports with one override this)."""
+        raise RuntimeError("this group has no shared action buffer: actions must travel with the STEP request")
+
+    def handle(self, message: bytes) -> tuple[bytes, Command]:
+        """Run the request ``message`` on the group.
+
+        :return: ``(reply message, the request's command)``; an error of the group is in the reply, never raised.
+        """
+        command = Command.STEP
+        try:
+            if message == STEP_SHARED_MESSAGE:
+                reply = self.step(self.shared_actions(), None)
+            elif message[0] == STEP_SHARED_PARTIAL:
+                reply = self.step(self.shared_actions(), pickle.loads(message[1:]))
+            elif message[0] == STEP_PICKLED:
+                reply = self.step(*pickle.loads(message[1:]))
+            else:
+                command, arg = pickle.loads(message[1:])
+                reply = bytes([OK]) + dumps(self.call(command, arg))
+        except Exception as exc:
+            partial = self._partial_step_payload() if command is Command.STEP else None
+            reply = bytes([FAILED]) + dumps((PackedException(exc, traceback.format_exc()), partial))
+        return reply, command
+
+    def call(self, command: Command, arg: Any) -> Any:
+        """The result of a request other than STEP (a RESET also returns the arrays that do not travel shared)."""
+        if command is Command.RESET:
+            reset_infos = self.group.handlers[command](arg)
+            return (*self._arrays(), reset_infos)
+        return self.group.handlers[command](arg)
+
+    def _arrays(self) -> tuple[Any, Any]:
+        group = self.group
+        obs = None if self.obs_in_shm else group.obs
+        rewards_dones = (
+            None if self.arrays_in_shm else (group.rewards, group.dones, group.terminations, group.truncations)
+        )
+        return obs, rewards_dones
+
+
+    def step(self, actions: Any, indices: list[int] | None) -> bytes:
+        group = self.group
+        infos, reset_infos = group.step(actions, indices)
+        payload = self._step_payload(infos, reset_infos)
+        if payload is None:
+            return OK_EMPTY_DONE_MESSAGE if group.ended else OK_EMPTY_MESSAGE
+        return bytes([OK]) + dumps(payload)
+
+
+    def _step_payload(self, infos: list[dict[str, Any]], reset_infos: list[dict[str, Any]]) -> tuple[Any, ...] | None:
+        """``(obs, rewards_dones, sparse_infos, sparse_resets)`` of the envs the last step completed, or None if
+        the parent can rebuild everything from the shared arrays."""
+        # infos by position among the stepped envs; reset infos by local env index. An info holding
+        # only "TimeLimit.truncated" is rebuilt by the parent from the dones and truncations arrays
+        # (and the terminal observation from shared memory), so it need not travel.
+        group = self.group
+        ended = group.ended
+        sparse_infos = [(pos, infos[pos]) for pos in group.rich_infos]
+        if group.autoreset_mode is AutoresetMode.SAME_STEP:
+            # the parent knows which envs reset (the done ones) and assumes empty reset infos for them
+            sparse_resets = [(j, reset_infos[j]) for j in ended if reset_infos[j]]
+        else:
+            # NEXT_STEP: the envs reset by this step are the ones that were done before it: name them all
+            sparse_resets = [(j, reset_infos[j]) for j in group.reset_by_last_step]
+        if not sparse_infos and not sparse_resets and self.obs_in_shm and self.arrays_in_shm:
+            return None
+        return (*self._arrays(), sparse_infos, sparse_resets)
+
+
+    def _partial_step_payload(self) -> tuple[Any, ...] | None:
+        """After a step that raised: ``(completed local indices, obs, rewards_dones, sparse_infos, sparse_resets)``
+        of the envs that finished stepping before the error (they keep their results), or None."""
+        partial = self.group.take_partial_step()
+        if partial is None:
+            return None
+        completed, infos = partial
+        payload = self._step_payload(infos, self.group.reset_infos)
+        return (completed, *(payload if payload is not None else (None, None, [], [])))
+
+
+class MessageWorker(Worker):
+    """The parent's side of the protocol, for a group served elsewhere: builds the request messages, decodes the
+    replies into the vector env's buffers (rows this worker was given by :meth:`attach`) and infos, rebuilds
+    the group's errors with their own type, and keeps the partial result of a STEP that raised.
+
+    A transport subclass moves the bytes: :meth:`_send_bytes`, :meth:`_recv_raw` (applying
+    :attr:`step_timeout` / :attr:`reset_timeout` from :attr:`reply_deadline`), :meth:`_where`, plus the waiting,
+    restart and shutdown methods of :class:`~vecenv.workers.Worker`.
+
+    :param env_indices: global indices of the group's envs (contiguous).
+    :param autoreset_mode: the group's :class:`gymnasium.vector.AutoresetMode`.
+    """
+
+    def __init__(self, env_indices: Sequence[int], autoreset_mode: AutoresetMode | str) -> None:
+        super().__init__(env_indices)
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        #: seconds to wait for a STEP / RESET reply before the worker is killed (None: forever)
+        self.step_timeout: float | None = None
+        self.reset_timeout: float | None = None
+        self._pending: Command | None = None
+        # when recv() gives up on the pending STEP / RESET reply (monotonic seconds; None: never)
+        self._deadline: float | None = None
+        # how the envs' reset is called (EnvGroup.gymnasium_resets), as the last RESET request said
+        self._gymnasium_resets = False
+        #: why this worker cannot be used any more (it was killed or died): every later call raises it
+        self._lost: str | None = None
+        # what the last STEP that raised completed (see take_partial_step)
+        self._partial: tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        self._step_indices: Sequence[int] | None = None
+        # views of the vec env's (obs, rewards, dones, terminations, truncations) rows of this group
+        self._buffers: tuple[Any, Any, Any, Any, Any] | None = None
+        # the last observations of finished episodes, if they live in shared memory (EnvGroup.terminal_obs)
+        self._terminal_obs: Any = None
+        self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
+
+    # --- what a transport provides ---------------------------------------------------------------------
+
+    @abstractmethod
+    def _send_bytes(self, data: bytes, doing: Command | str) -> None:
+        """Send a request message; raise :class:`~vecenv.errors.WorkerDiedError` if the group is gone."""
+
+    @abstractmethod
+    def _recv_raw(self, doing: Command | str) -> bytes:
+        """Wait for the reply message to the pending request (until :attr:`reply_deadline`, then kill the worker
+        and raise :class:`TimeoutError`); raise :class:`~vecenv.errors.WorkerDiedError` if the group is gone."""
+
+    @abstractmethod
+    def _where(self) -> str:
+        """Where the group runs, for error notes (e.g. ``"worker process 123 (envs [0, 1])"``)."""
+
+    # --- the Worker interface ------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> Command | None:
+        return self._pending
+
+    @property
+    def usable(self) -> bool:
+        return self._lost is None
+
+    @property
+    def reply_deadline(self) -> float | None:
+        return self._deadline
+
+    def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
+        self._buffers = (obs_buffer, rewards, dones, terminations, truncations)
+
+    def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None:
+        partial, self._partial = self._partial, None
+        return partial
+
+    def _check_usable(self) -> None:
+        if self._lost is not None:
+            raise WorkerDiedError(self._lost)
+
+    def send(self, command: Command, payload: Any) -> None:
+        self._check_usable()
+        if self._pending is not None:
+            # a reply was never collected (e.g. KeyboardInterrupt in the middle of a step): drop it
+            try:
+                self.recv()
+            except WorkerDiedError:
+                raise
+            except Exception:
+                pass
+            self._partial = None
+        if command is Command.RESET and len(payload) > 3:
+            self._gymnasium_resets = bool(payload[3])  # a restart resets the new envs the same way
+        if command is Command.STEP:
+            actions, indices = payload
+            self._step_indices = indices
+            if actions is not None:
+                data = bytes([STEP_PICKLED]) + dumps(payload)
+            elif indices is None:
+                data = STEP_SHARED_MESSAGE
+            else:
+                data = bytes([STEP_SHARED_PARTIAL]) + dumps(list(indices))
+        else:
+            data = bytes([CALL]) + cloudpickle.dumps((command, payload))
+        timeout = (
+            self.step_timeout if command is Command.STEP else self.reset_timeout if command is Command.RESET else None
+        )
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._send_bytes(data, command)
+        self._pending = command
+
+    def recv(self) -> Any:
+        self._check_usable()
+        command = self._pending
+        assert command is not None, "recv() without send()"
+        data = self._recv_raw(command)
+        self._pending = None
+        if command is Command.STEP:
+            return self._step_reply(data)
+        result = self._reply(data)
+        if command is Command.RESET:
+            obs, rewards_dones, reset_infos = result
+            self._store_arrays(obs, rewards_dones)
+            self._reset_infos = list(reset_infos)
+            return self._reset_infos
+        return result
+
+    def _reset_after_restart(
+        self, seeds: Sequence[int | None] | None, options: Sequence[dict[str, Any] | None] | None
+    ) -> list[dict[str, Any]]:
+        """Reset every env of a freshly built group, env ``j`` with ``seeds[j]`` / ``options[j]`` if given, the way
+        the last RESET request said (:attr:`~vecenv.env_group.EnvGroup.gymnasium_resets`).
+
+        :return: the reset infos of the group.
+        """
+        n = len(self.env_indices)
+        seeds_list, options_list = list(seeds or [None] * n), [o or {} for o in (options or [None] * n)]
+        self.send(Command.RESET, (seeds_list, options_list, None, self._gymnasium_resets))
+        reset_infos: list[dict[str, Any]] = self.recv()
+        return reset_infos
+
+    # --- decoding replies ------------------------------------------------------------------------------
+
+    def _reply(self, data: bytes) -> Any:
+        status = data[0]
+        payload: Any = pickle.loads(memoryview(data)[1:]) if len(data) > 1 else None
+        if status == FAILED:
+            packed, partial = payload
+            assert isinstance(packed, PackedException)
+            if partial is not None:  # a STEP that raised: the envs that finished before keep their results
+                completed, obs, rewards_dones, sparse_infos, sparse_resets = partial
+                self._store_arrays(obs, rewards_dones)
+                infos = self._rebuild_infos(completed, sparse_infos, sparse_resets)
+                self._partial = (list(completed), infos, list(self._reset_infos))
+            raise packed.rebuild(self._where())
+        return payload
+
+
+    def _store_arrays(self, obs: Any, rewards_dones: Any) -> None:
+        assert self._buffers is not None, "attach() must be called before stepping"
+        if obs is not None:
+            batch_assign(self._buffers[0], obs)
+        if rewards_dones is not None:
+            for view, values in zip(self._buffers[1:], rewards_dones, strict=True):
+                view[:] = values
+
+
+    def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
+        if data == OK_EMPTY_MESSAGE:  # the common step: nothing else to rebuild
+            n = len(self.env_indices) if self._step_indices is None else len(self._step_indices)
+            return [{DEFAULT_INFO_KEY: False} for _ in range(n)], self._reset_infos
+        if data == OK_EMPTY_DONE_MESSAGE:
+            return self._rebuild_infos(self._step_indices, [], [], any_done=True), self._reset_infos
+        obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
+        self._store_arrays(obs, rewards_dones)
+        return self._rebuild_infos(self._step_indices, sparse_infos, sparse_resets), self._reset_infos
+
+
+    def _rebuild_infos(
+        self,
+        step_indices: Sequence[int] | None,
+        sparse_infos: list[tuple[int, dict[str, Any]]],
+        sparse_resets: list[tuple[int, dict[str, Any]]],
+        any_done: bool | None = None,
+    ) -> list[dict[str, Any]]:
+        """The infos of the envs at ``step_indices`` (local; None: all), from the infos that travelled and the
+        shared flags and terminal observations; the reset infos are updated in :attr:`_reset_infos`.
+
+        :param any_done: whether some env of the group is done (None: look at the shared dones).
+        """
+        stepped = range(len(self.env_indices)) if step_indices is None else step_indices
+        infos: list[dict[str, Any]] = [{DEFAULT_INFO_KEY: False} for _ in stepped]
+        reset_infos = self._reset_infos
+        for pos, info in sparse_infos:
+            infos[pos] = info
+        assert self._buffers is not None
+        dones = self._buffers[2]
+        if any_done or (any_done is None and dones.any()):
+            terminations, truncations = self._buffers[3], self._buffers[4]
+            same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+            # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
+            terminal_obs = self._terminal_obs if same_step else None
+            if step_indices is None:
+                finished = [(j, j) for j in dones.nonzero()[0].tolist()]
+            else:
+                finished = [(pos, j) for pos, j in enumerate(stepped) if dones[j]]
+            for pos, j in finished:
+                if same_step:
+                    reset_infos[j] = {}  # the reset of a done env; non-empty ones are in sparse_resets
+                info = infos[pos]
+                if truncations[j] and not terminations[j]:
+                    info[DEFAULT_INFO_KEY] = True
+                # an info that already holds it got an observation that did not fit the shared array
+                if terminal_obs is not None and "terminal_observation" not in info:
+                    info["terminal_observation"] = terminal_obs[j, ...].copy()  # 0-d rows stay arrays
+        for j, reset_info in sparse_resets:
+            reset_infos[j] = reset_info
+        return infos
