@@ -14,6 +14,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import vecenv
+from tests.conftest import RAY_TEST_OPTIONS
 from tests.envs import CounterEnv
 
 
@@ -28,6 +29,8 @@ def build(backend: str, fns: list, mode: AutoresetMode) -> vecenv.VecEnv:
         return ThreadVecEnv(fns, autoreset_mode=mode)
     if backend == "dummy":
         return vecenv.DummyVecEnv(fns, autoreset_mode=mode)
+    if backend == "ray":
+        return vecenv.RayVecEnv(fns, autoreset_mode=mode, **RAY_TEST_OPTIONS)  # type: ignore[arg-type]
     method = backend.removeprefix("subproc").removeprefix("-") or None
     return vecenv.SubprocVecEnv(fns, start_method=method, n_workers=2, autoreset_mode=mode)
 

@@ -27,6 +27,7 @@ import pytest
 from gymnasium.vector.utils import batch_space
 
 import vecenv
+from tests.conftest import HAS_RAY
 from vecenv.cli import main
 
 SUMMARY_KEYS = [
@@ -924,3 +925,27 @@ def test_docs_cli_shows_the_real_usage(command):
     assert result.returncode == 0
     actual = result.stdout.split("\n\n", 1)[0]
     assert " ".join(documented.split()) == " ".join(actual.split())
+
+
+@pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)")
+@pytest.mark.filterwarnings("ignore:RayVecEnv. Ray is already initialised:RuntimeWarning")
+def test_ray_backend_prints_the_reference_statistics(capsys, ray_session):
+    """--backend ray: RayVecEnv actors (here in the tests' Ray), the same statistics as plain Gymnasium envs."""
+    args = ["run", "FrozenLake-v1", "-n", "3", "--steps", "600", "--seed", "7", "--backend", "ray", "--n-workers", "2"]
+    code, out, err = _run_main(capsys, *args)
+    assert code == 0, err
+    summary = _parse_summary(out)
+    assert summary["backend"] == "ray (2 actors on 1 node(s))"
+    assert _stats(summary) == _reference_stats("FrozenLake-v1", 3, 600, 7)
+
+
+def test_ray_address_needs_the_ray_backend(capsys):
+    code, out, err = _run_main(capsys, "run", "--ray-address", "auto", "--steps", "8")
+    assert "--ray-address needs --backend ray (got --backend subproc)" in _assert_one_line_error(code, out, err)
+
+
+def test_ray_backend_without_ray_names_the_extra(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
+    code, out, err = _run_main(capsys, "run", "--backend", "ray", "--steps", "8")
+    line = _assert_one_line_error(code, out, err)
+    assert "--backend ray: RayVecEnv needs ray, which is not installed" in line and '"ray" extra' in line

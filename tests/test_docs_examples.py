@@ -20,6 +20,8 @@ What is run, and how:
   / trailing blank lines aside).
 - A block that imports ``stable_baselines3`` or ``torch`` is marked ``sb3``: skipped when SB3 is not
   installed, run by ``make test-sb3``.
+- A block that uses ``RayVecEnv`` or imports ``ray`` runs in the tests' Ray (the ``ray_session`` fixture,
+  already initialised, so a ``RayVecEnv`` there does not start its own); skipped where ray is not installed.
 
 Directives, written in the Markdown as an HTML comment on the line right before the block they apply to
 (visible in the page's source, invisible on the rendered page):
@@ -61,6 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 HAS_SB3 = importlib.util.find_spec("stable_baselines3") is not None
 NEEDS_SB3 = re.compile(r"^\s*(?:import|from)\s+(?:stable_baselines3|torch)\b", re.MULTILINE)
+HAS_RAY = importlib.util.find_spec("ray") is not None
+NEEDS_RAY = re.compile(r"\bRayVecEnv\b|^\s*(?:import|from)\s+ray\b", re.MULTILINE)
 
 #: Files a page's examples read, copied into that page's working directory: {page: {name: source}}.
 PAGE_FILES = {
@@ -91,6 +95,10 @@ class Block:
     @property
     def needs_sb3(self) -> bool:
         return bool(NEEDS_SB3.search(self.source))
+
+    @property
+    def needs_ray(self) -> bool:
+        return bool(NEEDS_RAY.search(self.source))
 
     @property
     def id(self) -> str:
@@ -160,7 +168,8 @@ class PageRun:
         """Run block ``index`` (after any earlier block not run yet); return what it printed and raised."""
         for earlier in range(index):
             block = self.blocks[earlier]
-            if earlier not in self.done and not block.signature and (HAS_SB3 or not block.needs_sb3):
+            runnable = (HAS_SB3 or not block.needs_sb3) and (HAS_RAY or not block.needs_ray)
+            if earlier not in self.done and not block.signature and runnable:
                 _, error = self._exec(earlier)
                 if error is not None and (block.raises is None or type(error).__name__ != block.raises):
                     raise AssertionError(f"the earlier block {block.id} failed: {error!r}") from error
@@ -207,6 +216,8 @@ def _params() -> Iterator[Any]:
                     pytest.mark.sb3,
                     pytest.mark.skipif(not HAS_SB3, reason="needs stable-baselines3 (make test-sb3)"),
                 ]
+            if block.needs_ray:
+                marks.append(pytest.mark.skipif(not HAS_RAY, reason="needs ray (the ray extra)"))
             if block.signature:
                 marks.append(pytest.mark.skip(reason="a signature, not an example"))
             yield pytest.param(blocks, index, id=block.id, marks=marks)
@@ -240,9 +251,11 @@ def check_block(block: Block, printed: str, error: BaseException | None) -> None
 
 
 @pytest.mark.parametrize(("blocks", "index"), list(_params()))
-def test_python_block(blocks: list[Block], index: int) -> None:
+def test_python_block(blocks: list[Block], index: int, request: pytest.FixtureRequest) -> None:
     """The block runs as its page says: without an exception (or with the one shown), printing its output."""
     block = blocks[index]
+    if HAS_RAY and any(b.needs_ray and not b.signature for b in blocks[: index + 1]):
+        request.getfixturevalue("ray_session")
     try:
         printed, error = _page_run(block.page, blocks).run(index)
         check_block(block, printed, error)

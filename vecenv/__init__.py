@@ -15,6 +15,7 @@ from vecenv.monitor import (
     load_results,
 )
 from vecenv.plotting import plot_results
+from vecenv.ray_vec_env import RayVecEnv
 from vecenv.running_mean_std import RunningMeanStd
 from vecenv.spaces import dict_to_obs, obs_space_info
 from vecenv.stacked_observations import StackedObservations
@@ -40,6 +41,7 @@ __all__ = [
     "Monitor",
     "NoAsyncCallError",
     "NormalizationFileError",
+    "RayVecEnv",
     "ResultsWriter",
     "RunningMeanStd",
     "StackedObservations",

@@ -46,13 +46,14 @@ from vecenv.env_util import make_vec_env
 from vecenv.monitor import LoadMonitorResultsError, get_monitor_files
 from vecenv.optional import MissingExtraError, import_optional
 from vecenv.plotting import plot_results
+from vecenv.ray_vec_env import RayVecEnv
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 from vecenv.version import __version__
 from vecenv.wrappers.vec_check_nan import VecCheckNan
 from vecenv.wrappers.vec_normalize import VecNormalize
 from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
-BACKENDS = ("dummy", "subproc")
+BACKENDS = ("dummy", "subproc", "ray")
 
 
 class _CommandParser(argparse.ArgumentParser):
@@ -98,8 +99,8 @@ def _add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
-    """``vecenv run``'s env, its vector env and the steps: ENV_ID, -n, -b, -s, --seed, --env-kwargs, and the
-    subproc backend's --start-method, --n-workers and --parent-envs."""
+    """``vecenv run``'s env, its vector env and the steps: ENV_ID, -n, -b, -s, --seed, --env-kwargs, the
+    subproc backend's --start-method and --parent-envs, --n-workers (subproc and ray) and --ray-address."""
     parser.add_argument(
         "env_id",
         nargs="?",
@@ -115,7 +116,8 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
         "-b",
         choices=BACKENDS,
         default="subproc",
-        help="dummy: in this process; subproc: worker processes (default: %(default)s)",
+        help="dummy: in this process; subproc: worker processes; ray: Ray actors, on this machine or the cluster of "
+        "--ray-address (needs the ray extra) (default: %(default)s)",
     )
     parser.add_argument(
         "--steps",
@@ -146,8 +148,16 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="W",
-        help="worker processes for the subproc backend (default: one per CPU core); a W above the N - K envs in "
-        "workers is said on stderr, and N - K are used",
+        help="worker processes for the subproc backend (default: one per CPU core; a W above the N - K envs in "
+        "workers is said on stderr, and N - K are used), or actors for the ray backend (default: one per CPU of "
+        "the Ray cluster, at most N)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="with --backend ray: the Ray cluster to connect to (ray.init(address=ADDR), e.g. auto or "
+        "ray://head:10001; default: start a local Ray)",
     )
     parser.add_argument(
         "--parent-envs",
@@ -343,6 +353,8 @@ def _check_run_args(args: argparse.Namespace) -> None:
     :raises UsageError: for a bad combination of options or a path that cannot be used.
     """
     n = args.num_envs
+    if args.ray_address is not None and args.backend != "ray":
+        raise UsageError(f"--ray-address needs --backend ray (got --backend {args.backend})")
     if args.backend == "subproc" and args.parent_envs >= n:
         raise UsageError(
             f"--parent-envs {args.parent_envs} must be below --num-envs {n}: at least one env runs in a worker "
@@ -434,9 +446,16 @@ def _run(args: argparse.Namespace) -> int:
             vec_env_kwargs["n_workers"] = args.n_workers
         if args.parent_envs:
             vec_env_kwargs["parent_envs"] = args.parent_envs
+    if args.backend == "ray":
+        vec_env_kwargs["n_workers"] = args.n_workers
+        # connecting to a cluster takes no local options; a local Ray needs no dashboard for one run
+        local = {"include_dashboard": False, "log_to_driver": False}
+        vec_env_kwargs["ray_init_kwargs"] = local if args.ray_address is None else {"address": args.ray_address}
     if args.monitor is not None:
         make_output_folder("--monitor", args.monitor)
-    vec_env_cls = SubprocVecEnv if args.backend == "subproc" else DummyVecEnv
+    vec_env_cls: type[DummyVecEnv | SubprocVecEnv | RayVecEnv] = DummyVecEnv
+    if args.backend != "dummy":
+        vec_env_cls = SubprocVecEnv if args.backend == "subproc" else RayVecEnv
     try:
         venv = make_vec_env(
             args.env_id,
@@ -449,6 +468,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     except gym.error.DependencyNotInstalled as exc:
         raise UsageError(f"{args.env_id} needs an optional dependency that is not installed: {exc}") from None
+    except MissingExtraError as exc:
+        raise UsageError(f"--backend {args.backend}: {exc}") from None
     except (TypeError, ValueError, gym.error.Error) as exc:
         given = f" with --env-kwargs {json.dumps(args.env_kwargs)}" if args.env_kwargs else ""
         raise UsageError(f"cannot create {args.env_id}{given}: {exc}") from None
@@ -492,6 +513,8 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(base, SubprocVecEnv):
         in_parent = f", {base.parent_envs} envs in this process" if base.parent_envs else ""
         backend += f" ({base.start_method}, {base.n_workers} workers{in_parent})"
+    elif isinstance(base, RayVecEnv):
+        backend += f" ({base.n_workers} actors on {len(set(base.node_ids))} node(s))"
     summary: dict[str, Any] = {
         "env_id": args.env_id,
         "backend": backend,

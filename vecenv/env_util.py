@@ -10,6 +10,7 @@ import gymnasium as gym
 
 from vecenv.base import VecEnv
 from vecenv.monitor import Monitor
+from vecenv.ray_vec_env import RayVecEnv
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 
 __all__ = ["make_vec_env"]
@@ -63,7 +64,7 @@ def make_vec_env(
     monitor_dir: str | None = None,
     wrapper_class: Callable[[gym.Env], gym.Env] | None = None,
     env_kwargs: dict[str, Any] | None = None,
-    vec_env_cls: type[DummyVecEnv | SubprocVecEnv] | None = None,
+    vec_env_cls: type[DummyVecEnv | SubprocVecEnv | RayVecEnv] | None = None,
     vec_env_kwargs: dict[str, Any] | None = None,
     monitor_kwargs: dict[str, Any] | None = None,
     wrapper_kwargs: dict[str, Any] | None = None,
@@ -93,7 +94,8 @@ def make_vec_env(
     :param wrapper_class: a ``gymnasium.Wrapper`` (or any callable ``env -> env``) applied to each env,
         outside the ``Monitor`` (so e.g. a ``TimeLimit`` given here is not seen by the Monitor, as in SB3).
     :param env_kwargs: keyword arguments for the env constructor.
-    :param vec_env_cls: the vector env class (default :class:`~vecenv.DummyVecEnv`).
+    :param vec_env_cls: the vector env class (default :class:`~vecenv.DummyVecEnv`; also
+        :class:`~vecenv.SubprocVecEnv`, :class:`~vecenv.RayVecEnv`).
     :param vec_env_kwargs: keyword arguments for ``vec_env_cls`` (e.g. ``start_method``).
     :param monitor_kwargs: keyword arguments for :class:`~vecenv.Monitor` (e.g. ``info_keywords``).
     :param wrapper_kwargs: keyword arguments for ``wrapper_class``.

@@ -1,7 +1,7 @@
 """Optional dependencies: whether they are installed, how to install them, and the errors when they are not.
 
-vecenv's own code imports pandas and matplotlib (the ``plot`` and ``bench`` extras) only when a function needs
-them, through :func:`import_optional` (:class:`MissingExtraError`) or, in ``vecenv bench``,
+vecenv's own code imports pandas and matplotlib (the ``plot`` and ``bench`` extras) and ray (the ``ray`` extra)
+only when a function needs them, through :func:`import_optional` (:class:`MissingExtraError`) or, in ``vecenv bench``,
 :func:`require_bench` (:class:`BenchDependencyError`); :func:`is_installed` checks a module without importing
 it. This module imports nothing from vecenv: every other module may import it.
 """
@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: the packages of vecenv's optional extras that its own code imports (setup.cfg has the full lists)
-_EXTRA_PACKAGES = {"plot": "pandas matplotlib", "bench": "pandas matplotlib"}
+_EXTRA_PACKAGES = {"plot": "pandas matplotlib", "bench": "pandas matplotlib", "ray": "ray"}
 #: How to install what the Stable-Baselines3 backends of ``vecenv bench`` need.
 SB3_INSTALL_HINT = "pip install torch==2.13.0 && pip install stable-baselines3 (torch first: its CPU build)"
 

@@ -18,7 +18,7 @@ import gymnasium as gym
 
 from vecenv import vec_env
 from vecenv.bench.adapters import BenchBackend, EnvFn, GymVectorAdapter, PlainLoop, VecEnvAdapter
-from vecenv.optional import SB3_INSTALL_HINT, is_installed
+from vecenv.optional import SB3_INSTALL_HINT, install_hint, is_installed
 
 __all__ = [
     "BACKENDS",
@@ -50,6 +50,14 @@ def _build_vecenv_subproc(env_fns: Sequence[EnvFn], seed: int, n_workers: int | 
 
     kwargs: dict[str, Any] = {} if n_workers is None else {"n_workers": n_workers}
     return VecEnvAdapter(SubprocVecEnv(list(env_fns), **kwargs), seed)
+
+
+def _build_vecenv_ray(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None) -> BenchBackend:
+    from vecenv import RayVecEnv
+
+    # a local Ray of this case's own (started here, shut down by close): one actor per core by default
+    ray_init_kwargs = {"include_dashboard": False, "log_to_driver": False}
+    return VecEnvAdapter(RayVecEnv(list(env_fns), n_workers=n_workers, ray_init_kwargs=ray_init_kwargs), seed)
 
 
 def parent_share(num_envs: int) -> int:
@@ -129,6 +137,8 @@ class BackendSpec:
         for module in self.requires:
             if not is_installed(module):
                 hint = f" (install it: {SB3_INSTALL_HINT})" if self.library == "stable-baselines3" else ""
+                if module == "ray":
+                    hint = f" ({install_hint('ray')})"
                 return f"{module} is not installed{hint}"
         return None
 
@@ -159,6 +169,15 @@ BACKENDS: dict[str, BackendSpec] = {
             _build_vecenv_subproc_parent,
             imports=("vecenv",),
             preload=_VECENV_PRELOAD,
+        ),
+        BackendSpec(
+            "vecenv-ray",
+            "vecenv.RayVecEnv on a local Ray (one actor per core, 1 CPU each)",
+            "vecenv",
+            False,
+            _build_vecenv_ray,
+            requires=("ray",),
+            imports=("vecenv", "ray"),
         ),
         BackendSpec(
             "sb3-dummy",

@@ -83,7 +83,7 @@ class EngineCore(VecEnv):
         self.restarts = 0
         self._dead: dict[int, BaseException] = {}  # worker -> why it must be restarted at the next step_wait
         # close the workers at garbage collection and at interpreter exit, whatever happens next
-        self._finalizer = weakref.finalize(self, shutdown_workers, self._workers)
+        self._finalizer: Any = weakref.finalize(self, shutdown_workers, self._workers)
         self._closed = False
         self._state = AsyncState.IDLE
         self._action_buffer = action_buffer

@@ -52,7 +52,7 @@ from vecenv.protocol import Command
 from vecenv.spaces import batch_assign
 from vecenv.workers.base import Worker
 
-__all__ = ["GroupServer", "MessageWorker", "build_group", "dumps"]
+__all__ = ["GroupServer", "MessageWorker", "build_group", "dumps", "label"]
 
 # The first byte of every message says what it is (its tag). Requests: step every env, actions in shared memory
 # (the whole message); step some envs, actions in shared memory (+ pickled local ids); step with pickled
@@ -73,6 +73,11 @@ OK_EMPTY_MESSAGE = bytes([OK_EMPTY])
 OK_EMPTY_DONE_MESSAGE = bytes([OK_EMPTY_DONE])
 _DEFAULT_INFO_KEY = "TimeLimit.truncated"
 DEFAULT_INFO_KEY = "TimeLimit.truncated"
+
+
+def label(doing: Command | str) -> str:
+    """The name of what a worker was doing, for messages: a command's label (``"step"``) or a phase."""
+    return doing.label if isinstance(doing, Command) else doing
 
 
 def dumps(obj: Any) -> bytes:

@@ -49,6 +49,7 @@ from vecenv.workers.messages import (
     GroupServer,
     MessageWorker,
     build_group,
+    label,
 )
 
 # multiprocessing.Connection's framing (so its recv_bytes / send_bytes interoperate): a 4-byte big-endian
@@ -240,10 +241,6 @@ class SharedFd:
             self.fd = -1
 
 
-def _label(doing: Command | str) -> str:
-    return doing.label if isinstance(doing, Command) else doing
-
-
 _MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__""")
 
 
@@ -407,11 +404,11 @@ class SubprocWorker(MessageWorker):
             timeout = self.reset_timeout if doing is Command.RESET else self.step_timeout
             self.kill(
                 f"The worker process {pid} running envs {self.env_indices} was killed by vecenv during "
-                f"{_label(doing)}: it did not finish within {setting}={timeout} s. It cannot be used again: create "
+                f"{label(doing)}: it did not finish within {setting}={timeout} s. It cannot be used again: create "
                 "a new vector env, or set max_restarts to have such workers restarted."
             )
             raise TimeoutError(
-                f"envs {self.env_indices} did not finish {_label(doing)} within {timeout} s (step_timeout / "
+                f"envs {self.env_indices} did not finish {label(doing)} within {timeout} s (step_timeout / "
                 f"reset_timeout): their worker process {pid} was killed. Raise the timeout, or set "
                 "max_restarts to restart the worker and go on."
             )
@@ -444,7 +441,7 @@ class SubprocWorker(MessageWorker):
         else:
             message = (
                 f"The worker process {self.process.pid} running envs {self.env_indices} "
-                f"{_describe_exit(self.process.exitcode)} during {_label(doing)}. If an env crashes the interpreter "
+                f"{_describe_exit(self.process.exitcode)} during {label(doing)}. If an env crashes the interpreter "
                 "(native code, os._exit), run it under DummyVecEnv to see the error directly."
             )
         self.kill(message)

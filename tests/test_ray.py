@@ -1,0 +1,401 @@
+"""RayVecEnv: parity with DummyVecEnv, wrappers on top, failures, lifecycle and placement.
+
+The backend contract tests (the ``backend`` fixture) also run on RayVecEnv; these cover what is Ray's own:
+uneven splits over actors, every autoreset mode, partial batches, failures of actors, Ray's lifecycle, and a
+simulated multi-node cluster (in a child process, with its own Ray). Skipped where ray is not installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import vecenv
+from tests.conftest import HAS_RAY
+from tests.envs import CounterEnv, EnvFaultError, FaultEnv, SpaceEnv, space_obs
+from tests.envs_faults import InjectedFault, fault_message, make_env
+from vecenv.adapters import to_gymnasium
+from vecenv.errors import WorkerDiedError
+
+pytestmark = pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: actors share the session's two CPUs
+SHARED = {"num_cpus": 0}
+
+
+def counter_fns(n: int, **kwargs: Any) -> list:
+    return [functools.partial(CounterEnv, offset=i, **kwargs) for i in range(n)]
+
+
+def assert_same_step(got: tuple, expected: tuple) -> None:
+    obs, rewards, dones, infos = got
+    e_obs, e_rewards, e_dones, e_infos = expected
+    np.testing.assert_array_equal(obs, e_obs)
+    np.testing.assert_array_equal(rewards, e_rewards)
+    assert rewards.dtype == e_rewards.dtype
+    np.testing.assert_array_equal(dones, e_dones)
+    assert len(infos) == len(e_infos)
+    for info, e_info in zip(infos, e_infos, strict=True):
+        assert info.keys() == e_info.keys()
+        for key, value in e_info.items():
+            np.testing.assert_array_equal(info[key], value)
+
+
+def monitor_record(info: dict[str, Any]) -> Any:
+    """VecMonitor's episode record in ``info`` without its wall-clock time (or what the env put there)."""
+    episode = info.get("episode")
+    return {k: v for k, v in episode.items() if k != "t"} if isinstance(episode, dict) else episode
+
+
+@pytest.fixture
+def ray_venvs(ray_session: Any):
+    """A list to append vector envs to; each is closed at teardown."""
+    built: list[vecenv.VecEnv] = []
+    yield built
+    for venv in built:
+        venv.close()
+
+
+@pytest.mark.parametrize(("num_envs", "n_workers"), [(5, 2), (7, 3)])
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_parity_with_dummy_uneven_splits_every_autoreset_mode(ray_venvs, num_envs, n_workers, mode) -> None:
+    """Same seeds and actions: the same observations, rewards, dones, infos (terminal observations, reset
+    infos) and flags as DummyVecEnv, with groups of unequal size."""
+    fns = counter_fns(num_envs, episode_len=2, end="both")
+    ray_venv = vecenv.RayVecEnv(fns, n_workers=n_workers, actor_options=SHARED, autoreset_mode=mode)
+    dummy = vecenv.DummyVecEnv(fns, autoreset_mode=mode)
+    ray_venvs += [ray_venv, dummy]
+    assert [len(w.env_indices) for w in ray_venv._workers] == [
+        len(g) for g in vecenv.vec_env.split_groups(num_envs, n_workers)
+    ]
+    ray_venv.seed(7)
+    dummy.seed(7)
+    np.testing.assert_array_equal(ray_venv.reset(), dummy.reset())
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(9):
+        actions = rng.integers(0, 3, num_envs)
+        expected = dummy.step(actions)
+        assert_same_step(ray_venv.step(actions), expected)
+        np.testing.assert_array_equal(ray_venv.terminations, dummy.terminations)
+        np.testing.assert_array_equal(ray_venv.truncations, dummy.truncations)
+        assert ray_venv.reset_infos == dummy.reset_infos
+        ended += int(expected[2].sum())
+        if mode is AutoresetMode.DISABLED and expected[2].any():
+            ray_venv.reset()
+            dummy.reset()
+    assert ended > 0
+
+
+@pytest.mark.parametrize("kind", ["dict", "tuple"])
+def test_dict_and_tuple_observations(ray_venvs, kind) -> None:
+    venv = vecenv.RayVecEnv(
+        [functools.partial(SpaceEnv, kind, offset=i) for i in range(3)], n_workers=2, actor_options=SHARED
+    )
+    ray_venvs.append(venv)
+    obs = venv.reset()
+    expected = [space_obs(kind, 100 * i) for i in range(3)]
+    if kind == "dict":
+        for key in obs:
+            np.testing.assert_array_equal(obs[key], np.stack([e[key] for e in expected]))
+    else:
+        for k, part in enumerate(obs):
+            np.testing.assert_array_equal(part, np.stack([e[k] for e in expected]))
+
+
+def test_partial_batches_match_dummy(ray_venvs) -> None:
+    """send / recv by env id: the same results as DummyVecEnv, whole actor groups at a time."""
+    fns = counter_fns(4, episode_len=3)
+    ray_venv = vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED)
+    dummy = vecenv.DummyVecEnv(fns)
+    ray_venvs += [ray_venv, dummy]
+    for venv in (ray_venv, dummy):
+        venv.seed(1)
+        venv.async_reset()
+    first = [venv.recv() for venv in (ray_venv, dummy)]
+    np.testing.assert_array_equal(first[0][0], first[1][0])
+    np.testing.assert_array_equal(first[0][4], [0, 1, 2, 3])
+    for ids in ([2, 3], [0, 1], [3, 2, 1, 0]):
+        actions = np.arange(len(ids)) % 3
+        results = []
+        for venv in (ray_venv, dummy):
+            venv.send(actions, ids)
+            results.append(venv.recv())
+        (obs, rewards, dones, infos, env_ids), (e_obs, e_rewards, e_dones, e_infos, e_env_ids) = results
+        np.testing.assert_array_equal(env_ids, e_env_ids)
+        np.testing.assert_array_equal(obs, e_obs)
+        np.testing.assert_array_equal(rewards, e_rewards)
+        np.testing.assert_array_equal(dones, e_dones)
+        assert [sorted(i) for i in infos] == [sorted(i) for i in e_infos]
+
+
+def test_wrappers_on_top_match_dummy(ray_venvs) -> None:
+    """VecNormalize over VecFrameStack over VecMonitor: the same numbers as the same stack on DummyVecEnv."""
+
+    def stack(venv: vecenv.VecEnv) -> vecenv.VecEnv:
+        return vecenv.VecNormalize(vecenv.VecFrameStack(vecenv.VecMonitor(venv), n_stack=2))
+
+    fns = counter_fns(3, episode_len=2)
+    ray_venv = stack(vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED))
+    dummy = stack(vecenv.DummyVecEnv(fns))
+    ray_venvs += [ray_venv, dummy]
+    ray_venv.seed(5)
+    dummy.seed(5)
+    np.testing.assert_allclose(ray_venv.reset(), dummy.reset())
+    for t in range(6):
+        actions = np.full(3, t % 3)
+        obs, rewards, dones, infos = ray_venv.step(actions)
+        e_obs, e_rewards, e_dones, e_infos = dummy.step(actions)
+        np.testing.assert_allclose(obs, e_obs)
+        np.testing.assert_allclose(rewards, e_rewards)
+        np.testing.assert_array_equal(dones, e_dones)
+        assert [monitor_record(info) for info in infos] == [monitor_record(info) for info in e_infos]
+    np.testing.assert_allclose(ray_venv.obs_rms.mean, dummy.obs_rms.mean)
+
+
+def test_calls_by_global_index(ray_venvs) -> None:
+    venv = vecenv.RayVecEnv(counter_fns(5), n_workers=2, actor_options=SHARED)
+    ray_venvs.append(venv)
+    assert venv.get_attr("offset") == [0, 1, 2, 3, 4]
+    assert venv.get_attr("custom_attr", indices=[4, 0]) == ["custom-4", "custom-0"]
+    venv.set_attr("episode_len", 9, indices=[1, 3])
+    assert venv.get_attr("episode_len") == [3, 9, 3, 9, 3]
+    assert venv.env_method("get_wrapper_attr", "offset", indices=-1) == [4]
+    assert venv.has_attr("custom_attr") and not venv.has_attr("nope")
+
+
+def test_make_vec_env_and_to_gymnasium(ray_session) -> None:
+    venv = vecenv.make_vec_env(
+        "CartPole-v1", n_envs=3, seed=0, vec_env_cls=vecenv.RayVecEnv, vec_env_kwargs={"actor_options": SHARED}
+    )
+    try:
+        assert isinstance(venv, vecenv.RayVecEnv) and venv.n_workers == 2
+        obs = venv.reset()
+        assert obs.shape == (3, 4)
+        envs = to_gymnasium(venv)
+        obs, _ = envs.reset(seed=[1, 2, 3])
+        reference = [gym.make("CartPole-v1").reset(seed=s)[0] for s in (1, 2, 3)]
+        np.testing.assert_array_equal(obs, np.stack(reference))
+        obs, rewards, terminations, truncations, _ = envs.step(np.array([0, 1, 0]))
+        assert obs.shape == (3, 4) and rewards.dtype == np.float64
+        assert terminations.dtype == truncations.dtype == np.bool_
+    finally:
+        venv.close()
+
+
+# --- failures ---------------------------------------------------------------------------------------------
+
+
+def test_env_exception_keeps_its_type_and_names_the_env(ray_venvs) -> None:
+    fns = [functools.partial(FaultEnv, offset=i, fail_in="step" if i == 3 else None, after=2) for i in range(4)]
+    venv = vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED)
+    ray_venvs.append(venv)
+    venv.reset()
+    venv.step(np.zeros(4, dtype=np.int64))
+    with pytest.raises(EnvFaultError, match="custom fault in step") as info:
+        venv.step(np.zeros(4, dtype=np.int64))
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "env 3" in notes and "Ray actor" in notes
+    assert "Traceback" in str(info.value.__cause__)
+    assert venv.get_attr("t") == [2, 2, 2, 1]  # the actors live on; env 3 did not step
+
+
+def test_factory_exception_says_so_with_the_original_message(ray_session) -> None:
+    fns = [functools.partial(make_env, offset=i, where="factory" if i == 1 else None) for i in range(2)]
+    with pytest.raises(InjectedFault, match=re.escape(fault_message("factory", 1, 1))) as info:
+        vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED)
+    assert "env 1 during env construction" in "\n".join(info.value.__notes__)
+    assert _vecenv_actors(ray_session) == []
+
+
+def test_dead_actor_is_worker_died_error_naming_the_envs(ray_venvs) -> None:
+    fns = [functools.partial(FaultEnv, offset=i, fail_in="exit" if i == 2 else None, after=1) for i in range(4)]
+    venv = vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED)
+    ray_venvs.append(venv)
+    venv.reset()
+    start = time.monotonic()
+    with pytest.raises(WorkerDiedError, match=r"envs \[2, 3\]"):
+        venv.step(np.zeros(4, dtype=np.int64))
+    assert time.monotonic() - start < 30
+    with pytest.raises(WorkerDiedError):
+        venv.step(np.zeros(4, dtype=np.int64))
+
+
+def test_hung_step_times_out_and_the_actor_is_killed(ray_venvs) -> None:
+    fns = [functools.partial(FaultEnv, offset=i, fail_in="hang" if i == 0 else None, after=1) for i in range(2)]
+    venv = vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED, step_timeout=1.0)
+    ray_venvs.append(venv)
+    venv.reset()
+    actor = venv.actors[0]
+    with pytest.raises(TimeoutError, match=r"envs \[0\]"):
+        venv.step(np.zeros(2, dtype=np.int64))
+    ray = pytest.importorskip("ray")
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.where.remote(), timeout=30)
+
+
+def test_max_restarts_rebuilds_a_dead_actor(ray_venvs) -> None:
+    fns = [functools.partial(make_env, offset=i, where="step" if i else None, fault="exit", at=2) for i in range(2)]
+    venv = vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED, max_restarts=1)
+    ray_venvs.append(venv)
+    venv.seed(10)
+    venv.reset()
+    venv.step(np.zeros(2, dtype=np.int64))
+    old_actor = venv.actors[1]
+    with pytest.warns(RuntimeWarning, match="restarting the worker of envs \\[1\\]"):
+        obs, rewards, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+    assert rewards.tolist() == [2.0, 0.0]  # env 0's reward for its step 2; the restarted env reports none
+    assert venv.restarts == 1 and venv.actors[1] is not old_actor
+    assert dones.tolist() == [False, True]
+    assert infos[1]["vecenv.restarted"] and infos[1]["TimeLimit.truncated"]
+    np.testing.assert_array_equal(obs[1], [1, 0, 0])  # a fresh episode of the rebuilt env
+    obs, _, dones, _ = venv.step(np.zeros(2, dtype=np.int64))
+    np.testing.assert_array_equal(obs[1], [1, 0, 1])
+
+
+def _vecenv_actors(ray: Any) -> list[str]:
+    return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == "vecenv"]
+
+
+def test_close_ends_every_actor_and_keeps_a_ray_it_did_not_start(ray_session) -> None:
+    venv = vecenv.RayVecEnv(counter_fns(3), n_workers=3, actor_options=SHARED)
+    actors = venv.actors
+    assert len(_vecenv_actors(ray_session)) == 3 and not venv.started_ray
+    venv.close()
+    venv.close()  # idempotent
+    assert _vecenv_actors(ray_session) == []
+    for actor in actors:
+        with pytest.raises(ray_session.exceptions.RayActorError):
+            ray_session.get(actor.where.remote(), timeout=30)
+    assert ray_session.is_initialized()
+
+
+def test_garbage_collection_ends_the_actors(ray_session) -> None:
+    import gc
+
+    venv = vecenv.RayVecEnv(counter_fns(2), n_workers=2, actor_options=SHARED)
+    assert len(_vecenv_actors(ray_session)) == 2
+    del venv
+    gc.collect()
+    assert _vecenv_actors(ray_session) == []
+
+
+# --- arguments --------------------------------------------------------------------------------------------
+
+
+def test_actor_options_are_checked(ray_session) -> None:
+    with pytest.raises(ValueError, match=r"must not set \['max_restarts'\]"):
+        vecenv.RayVecEnv(counter_fns(2), actor_options={"max_restarts": 3})
+    with pytest.raises(TypeError, match="actor_options must be a dict"):
+        vecenv.RayVecEnv(counter_fns(2), actor_options=[("num_cpus", 1)])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="need 6 CPUs, but the Ray cluster has 2"):
+        vecenv.RayVecEnv(counter_fns(3), n_workers=3, actor_options={"num_cpus": 2})
+    assert _vecenv_actors(ray_session) == []
+
+
+def test_default_n_workers_follows_the_cluster_cpus(ray_venvs) -> None:
+    assert vecenv.ray_vec_env.default_ray_workers(64, 8.0, 1.0) == 8
+    assert vecenv.ray_vec_env.default_ray_workers(3, 8.0, 1.0) == 3
+    assert vecenv.ray_vec_env.default_ray_workers(64, 8.0, 0.0) == 8
+    assert vecenv.ray_vec_env.default_ray_workers(64, 1.0, 4.0) == 1
+    venv = vecenv.RayVecEnv(counter_fns(5), actor_options={"num_cpus": 1})  # the session's 2 CPUs: 2 actors
+    ray_venvs.append(venv)
+    assert venv.n_workers == 2 and venv.actor_options["scheduling_strategy"] == "SPREAD"
+
+
+def test_import_vecenv_does_not_import_ray_and_a_missing_ray_names_the_extra() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import vecenv
+        assert "ray" not in sys.modules, "import vecenv imported ray"
+        sys.modules["ray"] = None  # as if ray were not installed
+        try:
+            vecenv.RayVecEnv([lambda: None])
+        except vecenv.MissingExtraError as exc:
+            print(exc)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "RayVecEnv needs ray" in result.stdout and '"ray" extra' in result.stdout
+
+
+# --- Ray's lifecycle and a simulated cluster (a child process with its own Ray) ----------------------------
+
+CLUSTER_SCRIPT = """
+import os, secrets, shutil, sys, tempfile, time
+os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
+import numpy as np, ray
+from ray.cluster_utils import Cluster
+import vecenv
+from tests.envs import CounterEnv
+from vecenv.errors import WorkerDiedError
+
+# RayVecEnv starts a Ray it does not find, and shuts it down on close
+temp_dir = tempfile.mkdtemp(prefix="vecenv-ray-")
+venv = vecenv.RayVecEnv([CounterEnv] * 2, actor_options={"num_cpus": 0},
+                        ray_init_kwargs={"num_cpus": 1, "include_dashboard": False, "_temp_dir": temp_dir})
+print("STARTED", venv.started_ray, ray.is_initialized(), flush=True)
+venv.close()
+print("AFTER_CLOSE", ray.is_initialized(), flush=True)
+shutil.rmtree(temp_dir, ignore_errors=True)
+
+config = {"health_check_period_ms": 200, "health_check_failure_threshold": 3, "health_check_initial_delay_ms": 0}
+cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "_system_config": config})
+nodes = [cluster.add_node(num_cpus=1) for _ in range(2)]
+cluster.wait_for_nodes()
+ray.init(address=cluster.address, log_to_driver=False)
+try:
+    fns = [lambda i=i: CounterEnv(episode_len=100, offset=i) for i in range(4)]
+    venv = vecenv.RayVecEnv(fns, n_workers=2, actor_options={"num_cpus": 0.5}, max_restarts=SLOTS)
+    print("NODES", len(set(venv.node_ids)), flush=True)
+    venv.reset()
+    venv.step(np.zeros(4, dtype=np.int64))
+    victim = [n for n in nodes if n.node_id == venv.node_ids[1]][0]
+    cluster.remove_node(victim)
+    start = time.monotonic()
+    try:
+        obs, rewards, dones, infos = venv.step(np.zeros(4, dtype=np.int64))
+        print("RESTARTED", dones.tolist(), bool(infos[2].get("vecenv.restarted")), len(set(venv.node_ids)), flush=True)
+    except WorkerDiedError as exc:
+        print("DIED", "envs [2, 3]" in str(exc), round(time.monotonic() - start), flush=True)
+    venv.close()
+finally:
+    ray.shutdown()
+    cluster.shutdown()
+"""
+
+
+@pytest.mark.parametrize("max_restarts", [0, 1])
+def test_simulated_cluster_spread_and_lost_node(max_restarts) -> None:
+    """SPREAD puts the two actors on the two nodes; removing a node is a WorkerDiedError naming the envs within a
+    few seconds, or with max_restarts a rebuilt actor on the remaining node. Also: a Ray that RayVecEnv starts
+    is shut down by close."""
+    script = CLUSTER_SCRIPT.replace("SLOTS", str(max_restarts))
+    result = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    assert lines["STARTED"] == "True True" and lines["AFTER_CLOSE"] == "False"
+    assert lines["NODES"] == "2"
+    if max_restarts:
+        assert lines["RESTARTED"] == "[False, False, True, True] True 1"
+    else:
+        died, seconds = lines["DIED"].split()
+        assert died == "True" and int(seconds) < 20

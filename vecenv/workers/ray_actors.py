@@ -1,0 +1,312 @@
+"""Ray actors for :class:`~vecenv.RayVecEnv`: each hosts a group of envs and answers one request per call.
+
+The actor (:class:`GroupActor`) builds its :class:`~vecenv.env_group.EnvGroup` from the cloudpickled factories,
+inside the actor, and serves the byte protocol of :mod:`vecenv.workers.messages` through a
+:class:`~vecenv.workers.messages.GroupServer`: one ``handle`` call per step carries the actor's slice of the
+actions in and its observations, rewards, flags and sparse infos out. :class:`RayWorker` is the driver's
+handle: a :class:`~vecenv.workers.messages.MessageWorker` whose bytes travel as Ray object references, waited
+for with ``ray.wait``.
+
+Ray itself never restarts an actor or retries a call (``max_restarts=0``, ``max_task_retries=0``): a retried
+step would silently run again on a fresh actor. vecenv's own restart rule (``max_restarts`` of the vector env)
+builds a new actor instead, and its envs report the cut episode.
+
+This module imports ray only when a :class:`RayWorker` is built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode
+
+from vecenv.base import CloudpickleWrapper
+from vecenv.errors import WorkerDiedError
+from vecenv.optional import import_optional
+from vecenv.protocol import Command
+from vecenv.workers.base import Worker
+from vecenv.workers.messages import CALL, GroupServer, MessageWorker, build_group, dumps, label
+
+__all__ = ["ACTOR_NAMESPACE", "GroupActor", "RayWorker", "import_ray"]
+
+#: the Ray namespace of every actor vecenv makes (``ray.util.list_named_actors(all_namespaces=True)`` lists them)
+ACTOR_NAMESPACE = "vecenv"
+#: actor options vecenv sets itself: Ray must not restart actors or retry calls (see the module docstring),
+#: and the actors are named in vecenv's namespace
+RESERVED_ACTOR_OPTIONS = ("max_restarts", "max_task_retries", "name", "namespace", "lifetime", "get_if_exists")
+
+
+def import_ray(needed_by: str = "RayVecEnv") -> Any:
+    """The ``ray`` module, or :class:`~vecenv.optional.MissingExtraError` naming the ``ray`` extra."""
+    return import_optional("ray", needed_by, extra="ray")
+
+
+class GroupActor:
+    """The actor: a group of envs served by a :class:`~vecenv.workers.messages.GroupServer`.
+
+    :param env_fns: the group's env factories (built in :meth:`handshake`, inside the actor).
+    :param env_indices: their global indices.
+    :param autoreset_mode: the group's autoreset mode (its value).
+    """
+
+    def __init__(self, env_fns: CloudpickleWrapper, env_indices: list[int], autoreset_mode: str) -> None:
+        self._env_fns, self._env_indices, self._autoreset_mode = env_fns, env_indices, autoreset_mode
+        self._server: GroupServer | None = None
+
+    def handshake(self) -> bytes:
+        """Build the envs; the reply carries their spaces, or the error a factory raised (with its own type)."""
+        group, reply = build_group(self._env_fns.var, self._env_indices, self._autoreset_mode)
+        if group is not None:
+            self._server = GroupServer(group)
+        return reply
+
+    def handle(self, message: bytes) -> bytes:
+        """Answer one request message (:mod:`vecenv.workers.messages`)."""
+        assert self._server is not None, "handshake() first"
+        return self._server.handle(message)[0]
+
+    def where(self) -> tuple[int, str]:
+        """``(pid, node id)`` of the actor's process."""
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+
+@functools.cache
+def _remote_actor_class(ray: Any) -> Any:
+    """:class:`GroupActor` as a Ray actor class (made once)."""
+    return ray.remote(GroupActor)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+class RayWorker(MessageWorker):
+    """The driver's handle of one :class:`GroupActor`.
+
+    The actor is created (and starts building its envs) at construction; :meth:`handshake` waits for it.
+
+    :param env_fns: factories of the group's envs (cloudpickled into the actor).
+    :param env_indices: their global indices (contiguous).
+    :param autoreset_mode: the group's :class:`gymnasium.vector.AutoresetMode`.
+    :param actor_options: Ray's actor options (``num_cpus``, ``resources``, ``scheduling_strategy``,
+        ``runtime_env``, ...), without those in :data:`RESERVED_ACTOR_OPTIONS`.
+    :param name: the actor's name in the :data:`ACTOR_NAMESPACE` namespace (a restart appends a counter).
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        env_indices: Sequence[int],
+        autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP,
+        actor_options: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(env_indices, autoreset_mode)
+        self._ray = import_ray()
+        self._env_fns = CloudpickleWrapper(list(env_fns))
+        self._actor_options = dict(actor_options or {})
+        self._name = name or f"vecenv-{os.getpid()}-{id(self):x}"
+        self._generation = 0
+        self._ref: Any = None  # the reply to the pending request (an ObjectRef)
+        self._close_ref: Any = None
+        self._location: tuple[int, str] | None = None
+        self.actor: Any = None
+        self._start_actor()
+
+    def _start_actor(self) -> None:
+        ray = self._ray
+        name = self._name if not self._generation else f"{self._name}-restart{self._generation}"
+        self._generation += 1
+        options = {
+            **self._actor_options,
+            "name": name,
+            "namespace": ACTOR_NAMESPACE,
+            "max_restarts": 0,
+            "max_task_retries": 0,
+        }
+        self.actor = _remote_actor_class(ray).options(**options).remote(
+            self._env_fns, self.env_indices, self.autoreset_mode.value
+        )
+        self._location = None
+        self._handshake_ref = self.actor.handshake.remote()
+
+    def handshake(self, timeout: float | None = None) -> tuple[gym.Space, gym.Space]:
+        """Wait for the actor to build its envs (up to ``timeout`` seconds); return ``(observation_space,
+        action_space)``.
+
+        :raises Exception: what an env factory raised, with its own type and message.
+        :raises WorkerDiedError: if the actor died (or could not be placed) first.
+        :raises TimeoutError: if ``timeout`` passed first (the actor is killed).
+        """
+        self._ref, self._handshake_ref = self._handshake_ref, None
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            spaces: tuple[gym.Space, gym.Space] = self._reply(self._recv_raw("env construction"))
+        finally:
+            self._deadline = None
+        with contextlib.suppress(Exception):
+            self._location = self._ray.get(self.actor.where.remote(), timeout=10.0)
+        return spaces
+
+    @property
+    def node_id(self) -> str | None:
+        """The id of the Ray node the actor runs on (None if unknown)."""
+        return None if self._location is None else self._location[1]
+
+    # --- moving the bytes ----------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        if self._location is None:
+            return f"Ray actor {self._name} (envs {self.env_indices})"
+        pid, node = self._location
+        return f"Ray actor {self._name} (process {pid} on node {node[:12]}, envs {self.env_indices})"
+
+    def _send_bytes(self, data: bytes, doing: Command | str) -> None:
+        try:
+            self._ref = self.actor.handle.remote(data)
+        except Exception as exc:  # Ray refused the call (the actor handle is gone, Ray shut down)
+            raise self._died(doing, exc) from exc
+
+    def _recv_raw(self, doing: Command | str) -> bytes:
+        ray = self._ray
+        ref, self._ref = self._ref, None
+        assert ref is not None, "nothing to receive"
+        deadline = self._deadline
+        try:
+            data: bytes = ray.get(ref, timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except ray.exceptions.GetTimeoutError:
+            self._pending = None
+            timeout = self.reset_timeout if doing is Command.RESET else self.step_timeout
+            setting = "reset_timeout" if doing is Command.RESET else "step_timeout"
+            what = "the actor did not build its envs in time" if doing == "env construction" else (
+                f"it did not finish within {setting}={timeout} s"
+            )
+            self.kill(
+                f"The {self._where()} was killed by vecenv during {label(doing)}: {what}. It cannot be used "
+                "again: create a new vector env, or set max_restarts to have such actors rebuilt."
+            )
+            raise TimeoutError(
+                f"envs {self.env_indices} did not finish {label(doing)} within {timeout} s (step_timeout / "
+                f"reset_timeout): their Ray actor was killed. Raise the timeout, or set max_restarts to rebuild "
+                "the actor and go on."
+            ) from None
+        except KeyboardInterrupt:
+            self._ref = ref  # still pending: collected (or dropped) by the next request
+            raise
+        except Exception as exc:  # the actor died, its node was lost, or Ray could not run the call
+            self._pending = None
+            raise self._died(doing, exc) from exc
+        return data
+
+    def _died(self, doing: Command | str, cause: BaseException) -> WorkerDiedError:
+        """The error for an actor found dead while ``doing``; every later call raises it again."""
+        message = (
+            f"The {self._where()} died during {label(doing)} ({_first_line(cause)}). If its node was lost, "
+            "the envs are gone; set max_restarts to have vecenv rebuild the actor on the remaining capacity."
+        )
+        self.kill(message)
+        return WorkerDiedError(message)
+
+    def reply_ready(self) -> bool:
+        if self._lost is not None or self._ref is None:
+            return True
+        ready, _ = self._ray.wait([self._ref], num_returns=1, timeout=0)
+        return bool(ready)
+
+    def has_ended(self) -> bool:
+        if self._lost is not None:
+            return True
+        if self._ref is None or not self.reply_ready():
+            return False
+        ray = self._ray
+        try:
+            ray.get(self._ref, timeout=0)
+        except ray.exceptions.RayActorError:
+            return True
+        except Exception:
+            return False
+        return False
+
+    @classmethod
+    def wait_any(cls, workers: Sequence[Worker], timeout: float | None) -> list[int]:
+        """One ``ray.wait`` over the pending replies (a dead actor's reply is ready: it holds the error)."""
+        refs: dict[Any, int] = {}
+        ready: list[int] = []
+        ray: Any = None
+        for k, worker in enumerate(workers):
+            assert isinstance(worker, RayWorker)
+            ray = worker._ray
+            if worker._lost is not None or worker._ref is None:
+                ready.append(k)
+            else:
+                refs[worker._ref] = k
+        if ready or not refs:
+            return ready
+        done, _ = ray.wait(list(refs), num_returns=1, timeout=timeout)
+        if done:  # whatever else is ready too
+            done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        return sorted(refs[ref] for ref in done)
+
+    # --- restarts and shutdown ------------------------------------------------------------------------
+
+    def kill(self, reason: str | None = None) -> None:
+        """End the actor at once (``ray.kill``); every later request raises :class:`WorkerDiedError` with
+        ``reason``; the handle can :meth:`restart`."""
+        if self.actor is not None:
+            with contextlib.suppress(Exception):
+                self._ray.kill(self.actor, no_restart=True)
+        self._ref = self._close_ref = None
+        self._pending = None
+        self._partial = None
+        if self._lost is None:
+            self._lost = reason or f"The {self._where()} was killed by vecenv and cannot be used again."
+
+    def restart(
+        self, seeds: Sequence[int | None] | None = None, options: Sequence[dict[str, Any] | None] | None = None
+    ) -> list[dict[str, Any]]:
+        """Replace the actor with a new one (same options): build its envs from their factories and reset every
+        env, env ``j`` with ``seeds[j]`` / ``options[j]`` if given; their first observations are in the buffers.
+
+        :return: the reset infos of the group.
+        :raises Exception: whatever building or resetting the new actor's envs raised.
+        """
+        self.kill()
+        self._start_actor()
+        self._lost = None
+        self.handshake(self.reset_timeout)
+        return self._reset_after_restart(seeds, options)
+
+    def shutdown_begin(self) -> None:
+        if self._lost is not None or self.actor is None:
+            return
+        # an actor runs its calls in order: CLOSE follows a pending request, which need not be collected
+        with contextlib.suppress(Exception):
+            self._close_ref = self.actor.handle.remote(bytes([CALL]) + dumps((Command.CLOSE, None)))
+        self._ref = None
+        self._pending = None
+
+    def shutdown_end(self, deadline: float) -> BaseException | None:
+        error: BaseException | None = None
+        close_ref, self._close_ref = self._close_ref, None
+        if close_ref is not None:
+            try:
+                self._reply(self._ray.get(close_ref, timeout=max(0.0, deadline - time.monotonic())))
+            except WorkerDiedError:
+                pass
+            except Exception as exc:
+                # an env's close() raised (rebuilt with its type), or the actor died / did not answer in time
+                if not isinstance(exc, self._ray.exceptions.RayError):
+                    error = exc
+        if self._lost is None:
+            self.kill("The Ray actor was closed with its vector env.")
+        self._buffers = None
+        return error
