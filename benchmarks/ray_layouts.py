@@ -7,7 +7,7 @@ env-steps/s (median over rounds) and as its paired median ratio to the plain loo
 Ray: a head with no CPUs and ``--actors`` nodes of one CPU each, the actors spread over the nodes (their
 calls and replies then go through Ray's cross-node paths, though the nodes share this machine's cores).
 
-    python benchmarks/ray_layouts.py                    # cartpole N=64 and cpu N=16, local Ray
+    python benchmarks/ray_layouts.py                    # cartpole N=64, cpu N=16 and N=64, local Ray
     python benchmarks/ray_layouts.py --cluster          # the same on a simulated 2-node cluster
     python benchmarks/ray_layouts.py --workloads cpu --num-envs 16 --rounds 5
 """
@@ -22,13 +22,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pandas as pd  # the table's rows
 from prototype_gap import rate  # same directory: run as python benchmarks/ray_layouts.py
 from tqdm import tqdm
 
 from vecenv import RayVecEnv, SubprocVecEnv
-from vecenv.bench.report import _markdown
 from vecenv.bench.runner import PlainLoop
+from vecenv.bench.tables import render_markdown
 from vecenv.bench.workloads import WORKLOADS, calibrate_cpu_iterations, register_envs
 
 
@@ -65,8 +65,8 @@ def start_ray(cluster: bool, actors: int) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", default="cartpole,cpu", help="comma-separated workloads (default: %(default)s)")
-    parser.add_argument("--num-envs", default="64,16", help="N per workload, comma-separated (default: %(default)s)")
+    parser.add_argument("--workloads", default="cartpole,cpu,cpu", help="comma-separated (default: %(default)s)")
+    parser.add_argument("--num-envs", default="64,16,64", help="N per workload, comma-separated (default: %(default)s)")
     parser.add_argument("--actors", type=int, default=2, help="RayVecEnv actors (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=1.0, help="duration of each contender in each round")
@@ -131,7 +131,9 @@ def main() -> None:
         f"{platform.python_version()}; Ray {ray.__version__} on {where}; "
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {args.rounds} rounds of ~{args.seconds} s per contender."
     )
-    table = _markdown(pd.DataFrame(rows))
+    frame = pd.DataFrame(rows).astype(str)
+    right = [False, True, False, True, True, False, True, True, True]
+    table = render_markdown(list(frame.columns), frame.values.tolist(), right)
     print(header + "\n\n" + table)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:

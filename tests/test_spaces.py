@@ -6,6 +6,7 @@ import functools
 import multiprocessing as mp
 from collections import OrderedDict
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -232,3 +233,71 @@ def test_dict_to_obs_rejects_mismatch():
         vecenv.dict_to_obs(spaces.Box(0, 1, (2,)), {None: np.zeros(2), "x": np.zeros(2)})
     with pytest.raises(AssertionError):
         vecenv.dict_to_obs(spaces.Tuple((spaces.Discrete(2), spaces.Discrete(2))), {0: np.zeros(2)})
+
+
+def oneof_obs(offset: int, t: int) -> tuple:
+    """OneOfEnv's observation: a Discrete(7) choice at even t, a Box(2,) choice at odd t."""
+    if t % 2 == 0:
+        return (0, np.int64((offset + t) % 7))
+    return (1, np.array([offset, t], dtype=np.float32))
+
+
+class OneOfEnv(gym.Env):
+    """Observations of a ``OneOf(Discrete(7), Box(2,))`` space, a plain function of ``offset`` and ``t``."""
+
+    observation_space = spaces.OneOf((spaces.Discrete(7), spaces.Box(-1e3, 1e3, (2,), np.float32)))
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, offset: int = 0) -> None:
+        self.offset = offset
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return oneof_obs(self.offset, 0), {}
+
+    def step(self, action):
+        self.t += 1
+        return oneof_obs(self.offset, self.t), 0.0, self.t >= 3, False, {}
+
+
+def assert_oneof_batch(batch, offsets: list[int], t: int) -> None:
+    assert isinstance(batch, np.ndarray) and batch.dtype == np.dtype(object) and batch.shape == (len(offsets),)
+    for got, offset in zip(batch, offsets, strict=True):
+        want = oneof_obs(offset, t)
+        assert isinstance(got, tuple) and got[0] == want[0]
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("shared_memory", [True, False])
+def test_oneof_observations_batch(any_backend, shared_memory, make_venv):
+    """A OneOf observation space batches as an object array (num_envs,) of the envs' (index, value) choices, on every
+    backend (in worker processes they travel pickled, with or without shared memory for the rest)."""
+    if not shared_memory and not any_backend.startswith("subproc"):
+        pytest.skip("shared_memory is SubprocVecEnv's option")
+    fns = [functools.partial(OneOfEnv, offset=10 * i) for i in range(3)]
+    if shared_memory:
+        venv = make_venv(any_backend, fns)
+    else:
+        method = any_backend.removeprefix("subproc").removeprefix("-") or None
+        venv = vecenv.SubprocVecEnv(fns, start_method=method, shared_memory=False)
+    try:
+        assert venv.observation_space == OneOfEnv.observation_space
+        assert_oneof_batch(venv.reset(), [0, 10, 20], 0)
+        assert_oneof_batch(venv.step(np.array([0, 1, 0]))[0], [0, 10, 20], 1)
+        assert_oneof_batch(venv.step(np.array([0, 1, 0]))[0], [0, 10, 20], 2)
+        obs, _, dones, infos = venv.step(np.array([0, 1, 0]))  # t=3: every episode ends
+        assert dones.all()
+        assert_oneof_batch(obs, [0, 10, 20], 0)
+        for i, info in enumerate(infos):
+            want = oneof_obs(10 * i, 3)
+            assert info["terminal_observation"][0] == want[0]
+            np.testing.assert_array_equal(info["terminal_observation"][1], want[1])
+    finally:
+        venv.close()
+
+
+def test_obs_space_info_oneof():
+    """OneOf is one key (its batch is one object array), not a structured space SB3's helper refuses."""
+    assert vecenv.obs_space_info(OneOfEnv.observation_space) == ([None], {None: None}, {None: None})

@@ -1,7 +1,8 @@
 """The commands a vector env sends to the code that owns its sub-envs (an :class:`~vecenv.env_group.EnvGroup`).
 
-Every backend speaks this protocol: the in-process worker calls the handler directly, a worker
-process receives ``(command, payload)`` over a pipe and always answers ``(ok, payload)``.
+Every backend speaks this protocol: the in-process worker calls the handler directly; worker processes and
+Ray actors receive it as byte messages and answer with one reply message each (see
+:mod:`vecenv.workers.messages`).
 """
 
 from __future__ import annotations

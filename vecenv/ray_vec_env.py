@@ -27,9 +27,8 @@ from vecenv.engine.checks import (
 )
 from vecenv.engine.replies import call_all
 from vecenv.env_group import check_same_spaces
-from vecenv.subproc_vec_env import split_groups
 from vecenv.worker_vec_env import WorkerVecEnv
-from vecenv.workers import Worker, shutdown_workers
+from vecenv.workers import Worker, shutdown_workers, split_groups
 from vecenv.workers.ray_actors import RESERVED_ACTOR_OPTIONS, RayWorker, import_ray
 
 __all__ = ["DEFAULT_ACTOR_OPTIONS", "RayVecEnv", "default_ray_workers"]

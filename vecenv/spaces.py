@@ -34,15 +34,6 @@ __all__ = [
 ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
-def _unsupported(space: spaces.Space, what: str) -> NotImplementedError:
-    return NotImplementedError(
-        f"vecenv cannot {what} for observation space {space!r} of type {type(space).__name__}: supported spaces are "
-        "Box, Discrete, MultiDiscrete, MultiBinary, and Dict/Tuple of those. Convert the observation with a "
-        "gymnasium.ObservationWrapper (e.g. gymnasium.wrappers.FlattenObservation) or register the space with "
-        "vecenv.spaces.create_batch_buffer.register."
-    )
-
-
 # --- buffers ------------------------------------------------------------------------------------
 
 
@@ -519,7 +510,8 @@ def check_for_nested_spaces(obs_space: spaces.Space) -> None:
 def obs_space_info(obs_space: spaces.Space) -> tuple[list[Any], dict[Any, tuple[int, ...]], dict[Any, np.dtype]]:
     """Describe an observation space as keys, shapes and dtypes (Stable-Baselines3 semantics).
 
-    Dict spaces give their keys, Tuple spaces the indices ``0..n-1``, other spaces the single key ``None``.
+    Dict spaces give their keys, Tuple spaces the indices ``0..n-1``, other spaces (including ``OneOf``, whose
+    batch is one object array) the single key ``None``.
 
     :param obs_space: an observation space.
     :return: ``(keys, shapes, dtypes)`` with ``shapes[key]`` and ``dtypes[key]`` per key.
@@ -532,7 +524,10 @@ def obs_space_info(obs_space: spaces.Space) -> tuple[list[Any], dict[Any, tuple[
     elif isinstance(obs_space, spaces.Tuple):
         subspaces = dict(enumerate(obs_space.spaces))
     else:
-        assert not hasattr(obs_space, "spaces"), f"Unsupported structured space '{type(obs_space)}'"
+        # OneOf holds ``spaces`` but batches as one object array (its observations travel as they are), like
+        # Sequence or Graph; any other structured space is refused as SB3 refuses it
+        if not isinstance(obs_space, spaces.OneOf):
+            assert not hasattr(obs_space, "spaces"), f"Unsupported structured space '{type(obs_space)}'"
         subspaces = {None: obs_space}
     keys: list[Any] = []
     shapes: dict[Any, tuple[int, ...]] = {}

@@ -29,7 +29,7 @@ from vecenv.spaces import (
     create_batch_buffer,
 )
 from vecenv.worker_vec_env import WorkerVecEnv
-from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers
+from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers, split_groups
 from vecenv.workers.subproc import SharedFd
 
 __all__ = ["SubprocVecEnv", "default_n_workers", "split_groups"]
@@ -41,21 +41,6 @@ def default_n_workers(parent_envs: int = 0) -> int:
     # (macOS has no sched_getaffinity)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cores - (1 if parent_envs else 0))
-
-
-def split_groups(num_envs: int, n_workers: int) -> list[list[int]]:
-    """Split env indices ``0..num_envs-1`` into ``n_workers`` contiguous groups whose sizes differ by at most one.
-
-    >>> split_groups(5, 2)
-    [[0, 1, 2], [3, 4]]
-    """
-    base, extra = divmod(num_envs, n_workers)
-    groups, start = [], 0
-    for w in range(n_workers):
-        stop = start + base + (1 if w < extra else 0)
-        groups.append(list(range(start, stop)))
-        start = stop
-    return groups
 
 
 class SubprocVecEnv(WorkerVecEnv):

@@ -1,4 +1,5 @@
-"""The interface every backend's worker implements, and a bounded shutdown for a set of workers.
+"""The interface every backend's worker implements, how envs are split into workers' groups, and a bounded
+shutdown for a set of workers.
 
 A worker owns a contiguous group of sub-envs (global indices ``env_indices``) and the views of the
 vector env's batch buffers that belong to them. The vector env talks to it with
@@ -119,6 +120,21 @@ class Worker(ABC):
 
         :return: the error raised by an env's ``close``, if any (already released otherwise).
         """
+
+
+def split_groups(num_envs: int, n_workers: int) -> list[list[int]]:
+    """Split env indices ``0..num_envs-1`` into ``n_workers`` contiguous groups whose sizes differ by at most one.
+
+    >>> split_groups(5, 2)
+    [[0, 1, 2], [3, 4]]
+    """
+    base, extra = divmod(num_envs, n_workers)
+    groups, start = [], 0
+    for w in range(n_workers):
+        stop = start + base + (1 if w < extra else 0)
+        groups.append(list(range(start, stop)))
+        start = stop
+    return groups
 
 
 def shutdown_workers(workers: Sequence[Worker], timeout: float = 5.0) -> None:

@@ -71,7 +71,6 @@ OK_EMPTY_DONE = 3
 STEP_SHARED_MESSAGE = bytes([STEP_SHARED])
 OK_EMPTY_MESSAGE = bytes([OK_EMPTY])
 OK_EMPTY_DONE_MESSAGE = bytes([OK_EMPTY_DONE])
-_DEFAULT_INFO_KEY = "TimeLimit.truncated"
 DEFAULT_INFO_KEY = "TimeLimit.truncated"
 
 
