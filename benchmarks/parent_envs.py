@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from prototype_gap import rate  # same directory: run as python benchmarks/parent_envs.py
+from paired import rate  # same directory: run as python benchmarks/parent_envs.py
 from tqdm import tqdm
 
 from vecenv import SubprocVecEnv

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import time
 from collections.abc import Callable
 from multiprocessing import shared_memory
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from paired import rate  # same directory: run as python benchmarks/prototype_gap.py
 
 from vecenv import SubprocVecEnv
 from vecenv.env_group import EnvGroup
@@ -58,14 +58,6 @@ def bare_group_step(self: EnvGroup, actions: Any, indices: Any = None) -> Any:
             o, _ = env.reset()
         self.obs[j] = o
     return [{}] * len(self.envs), self.reset_infos
-
-
-def rate(step: Any, n: int, seconds: float) -> float:
-    start, steps = time.perf_counter(), 0
-    while time.perf_counter() - start < seconds:
-        step()
-        steps += n
-    return steps / (time.perf_counter() - start)
 
 
 def main() -> None:

@@ -22,13 +22,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
-import pandas as pd  # the table's rows
-from prototype_gap import rate  # same directory: run as python benchmarks/ray_layouts.py
+from paired import rate, report  # same directory: run as python benchmarks/ray_layouts.py
 from tqdm import tqdm
 
 from vecenv import RayVecEnv, SubprocVecEnv
 from vecenv.bench.runner import PlainLoop
-from vecenv.bench.tables import render_markdown
 from vecenv.bench.workloads import WORKLOADS, calibrate_cpu_iterations, register_envs
 
 
@@ -131,13 +129,7 @@ def main() -> None:
         f"{platform.python_version()}; Ray {ray.__version__} on {where}; "
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {args.rounds} rounds of ~{args.seconds} s per contender."
     )
-    frame = pd.DataFrame(rows).astype(str)
-    right = [False, True, False, True, True, False, True, True, True]
-    table = render_markdown(list(frame.columns), frame.values.tolist(), right)
-    print(header + "\n\n" + table)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(header + "\n\n" + table + "\n")
+    report(header, rows, [False, True, False, True, True, False, True, True, True], args.output)
 
 
 if __name__ == "__main__":

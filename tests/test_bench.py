@@ -4,6 +4,7 @@ end-to-end run (JSON that parses back, a PNG that decodes). No timing assertions
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -489,3 +490,17 @@ def test_sb3_backends_run() -> None:
         record = run_case_isolated(case, timeout=120)
         assert record["status"] == "ok", record.get("error")
         assert record["library"] == "stable-baselines3" and record["env_steps_per_s"] > 0
+
+
+def test_envpool_backends_run_only_the_cartpole_workload() -> None:
+    """EnvPool has only its own C++ envs: its two backends are planned for CartPole alone, and a note says so."""
+    config = BenchConfig(workloads=["cartpole", "cpu"], num_envs=[4], backends=["plain", "envpool", "vecenv-envpool"])
+    cases, notes = plan_cases(config, cpu_iterations=10)
+    planned = {(c.workload, c.backend) for c in cases}
+    if importlib.util.find_spec("envpool") is None:
+        assert not any(backend.endswith("envpool") for _, backend in planned)
+        assert any("envpool is not installed" in note for note in notes)
+        return
+    assert {("cartpole", "envpool"), ("cartpole", "vecenv-envpool")} <= planned
+    assert not {("cpu", "envpool"), ("cpu", "vecenv-envpool")} & planned
+    assert "envpool runs only the cartpole workload(s)" in notes

@@ -22,6 +22,7 @@ What is run, and how:
   installed, run by ``make test-sb3``.
 - A block that uses ``RayVecEnv`` or imports ``ray`` runs in the tests' Ray (the ``ray_session`` fixture,
   already initialised, so a ``RayVecEnv`` there does not start its own); skipped where ray is not installed.
+  A block that imports ``envpool`` is skipped where envpool is not installed.
 
 Directives, written in the Markdown as an HTML comment on the line right before the block they apply to
 (visible in the page's source, invisible on the rendered page):
@@ -64,6 +65,8 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 HAS_SB3 = importlib.util.find_spec("stable_baselines3") is not None
 NEEDS_SB3 = re.compile(r"^\s*(?:import|from)\s+(?:stable_baselines3|torch)\b", re.MULTILINE)
 HAS_RAY = importlib.util.find_spec("ray") is not None
+HAS_ENVPOOL = importlib.util.find_spec("envpool") is not None
+NEEDS_ENVPOOL = re.compile(r"^\s*(?:import|from)\s+envpool\b", re.MULTILINE)
 NEEDS_RAY = re.compile(r"\bRayVecEnv\b|^\s*(?:import|from)\s+ray\b", re.MULTILINE)
 
 #: Files a page's examples read, copied into that page's working directory: {page: {name: source}}.
@@ -99,6 +102,10 @@ class Block:
     @property
     def needs_ray(self) -> bool:
         return bool(NEEDS_RAY.search(self.source))
+
+    @property
+    def needs_envpool(self) -> bool:
+        return bool(NEEDS_ENVPOOL.search(self.source))
 
     @property
     def id(self) -> str:
@@ -168,7 +175,11 @@ class PageRun:
         """Run block ``index`` (after any earlier block not run yet); return what it printed and raised."""
         for earlier in range(index):
             block = self.blocks[earlier]
-            runnable = (HAS_SB3 or not block.needs_sb3) and (HAS_RAY or not block.needs_ray)
+            runnable = (
+                (HAS_SB3 or not block.needs_sb3)
+                and (HAS_RAY or not block.needs_ray)
+                and (HAS_ENVPOOL or not block.needs_envpool)
+            )
             if earlier not in self.done and not block.signature and runnable:
                 _, error = self._exec(earlier)
                 if error is not None and (block.raises is None or type(error).__name__ != block.raises):
@@ -218,6 +229,8 @@ def _params() -> Iterator[Any]:
                 ]
             if block.needs_ray:
                 marks.append(pytest.mark.skipif(not HAS_RAY, reason="needs ray (the ray extra)"))
+            if block.needs_envpool:
+                marks.append(pytest.mark.skipif(not HAS_ENVPOOL, reason="needs envpool (no wheel for this platform)"))
             if block.signature:
                 marks.append(pytest.mark.skip(reason="a signature, not an example"))
             yield pytest.param(blocks, index, id=block.id, marks=marks)

@@ -51,6 +51,13 @@ def _autoreset_mode(vector_env: Any) -> AutoresetMode:
         ) from None
 
 
+def is_envpool(vector_env: Any, reset_params: Mapping[str, inspect.Parameter]) -> bool:
+    """Whether ``vector_env`` is an EnvPool pool, told by its contract: ``reset(env_id=...)`` and a ``config``
+    mapping with ``batch_size`` (EnvPool 1.x pools are also ``gymnasium.vector.VectorEnv`` subclasses)."""
+    config = getattr(vector_env, "config", None)
+    return "env_id" in reset_params and isinstance(config, Mapping) and "batch_size" in config
+
+
 def _num_envs(vector_env: Any) -> int:
     n = getattr(vector_env, "num_envs", None)
     if n is None:  # EnvPool: config["num_envs"] / len(pool)
@@ -114,7 +121,14 @@ class GymnasiumToVecEnv(VecEnv):
         except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
             self._reset_params = {}
         self._reset_takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in self._reset_params.values())
-        self._partial_reset = "reset_mask" if is_gym_vector else "env_id" if "env_id" in self._reset_params else None
+        #: whether the vector env is an EnvPool pool (:func:`is_envpool`): finished envs are reset with
+        #: ``reset(env_id=ids)``, and seeds belong to ``envpool.make``
+        self.is_envpool = is_envpool(vector_env, self._reset_params)
+        if self.is_envpool:
+            self._partial_reset: str | None = "env_id"
+        else:
+            takes_env_id = "env_id" in self._reset_params
+            self._partial_reset = "reset_mask" if is_gym_vector else "env_id" if takes_env_id else None
         if self.vector_env_autoreset_mode is not AutoresetMode.SAME_STEP:
             if self._partial_reset is None:
                 raise TypeError(
@@ -135,11 +149,14 @@ class GymnasiumToVecEnv(VecEnv):
                     "so the next action of a finished env would be lost. Use shared_memory=True, or autoreset_mode "
                     "SAME_STEP or DISABLED"
                 )
-        config = getattr(vector_env, "config", None)
-        if not is_gym_vector and isinstance(config, Mapping) and config.get("batch_size", 0) not in (0, num_envs):
+        config: Mapping[str, Any] = getattr(vector_env, "config", None) or {}
+        if self.is_envpool and config.get("batch_size", 0) not in (0, num_envs):
             raise ValueError(
-                f"from_gymnasium(vector_env): an EnvPool pool must step all envs at once (batch_size == num_envs == "
-                f"{num_envs}), got batch_size={config.get('batch_size')!r}"
+                f"from_gymnasium(vector_env): this EnvPool pool is asynchronous (batch_size="
+                f"{config.get('batch_size')!r} < num_envs={num_envs}): each step returns only some envs, which a "
+                "VecEnv's step cannot express. "
+                f"Make it synchronous with envpool.make(..., num_envs={num_envs}) (batch_size defaults to num_envs); "
+                "for asynchronous stepping of Python envs, vecenv's SubprocVecEnv offers send() / recv() by env_ids"
             )
         self._closed = False
         self._convert_obs = gymnasium_batch_to_vecenv(observation_space)
@@ -207,6 +224,17 @@ class GymnasiumToVecEnv(VecEnv):
                 )
             kwargs["options"] = copy.deepcopy(first)
         for name in kwargs:
+            if self.is_envpool:
+                why = (
+                    "seeds are fixed by envpool.make(..., seed=s) (each env gets its own seed derived from s)"
+                    if name == "seed"
+                    else "its envs take no reset options"
+                )
+                what = "seeds" if name == "seed" else "options"
+                raise ValueError(
+                    f"{type(self.vector_env).__name__} is an EnvPool pool, whose reset ignores {what}: {why}; do not "
+                    f"call {'seed()' if name == 'seed' else 'set_options()'} on it"
+                )
             if name not in self._reset_params and not self._reset_takes_kwargs:
                 raise ValueError(
                     f"{type(self.vector_env).__name__}.reset() takes no {name!r} argument, but {name}s were set with "
@@ -318,11 +346,18 @@ class GymnasiumToVecEnv(VecEnv):
                 batch_assign(batch_slice(obs, i, i + 1), batch_slice(new_obs, i, i + 1))
                 self.reset_infos[i] = reset_infos[i]
             to_reset[:] = False
-        else:  # EnvPool: one env at a time, as EnvPool's own SB3 adapter does
-            for i in np.flatnonzero(to_reset).tolist():
-                new_obs, vector_infos = self.vector_env.reset(env_id=np.array([i]))
-                batch_assign(batch_slice(obs, i, i + 1), batch_slice(self._convert_obs(new_obs), 0, 1))
-                self.reset_infos[i] = per_env_infos(vector_infos, 1)[0]
+        else:  # EnvPool: reset(env_id=ids) resets those envs (and cancels their own next-step autoreset)
+            ids = np.flatnonzero(to_reset)
+            new_obs, vector_infos = self.vector_env.reset(env_id=ids.astype(np.int32))
+            new_obs = self._convert_obs(new_obs)
+            reset_infos = per_env_infos(vector_infos, len(ids))
+            # rows in the order of the returned env ids (EnvPool reports them in infos["env_id"])
+            returned = ids
+            if isinstance(vector_infos, dict) and "env_id" in vector_infos:
+                returned = np.asarray(vector_infos["env_id"]).reshape(-1)
+            for row, i in enumerate(returned.tolist()):
+                batch_assign(batch_slice(obs, i, i + 1), batch_slice(new_obs, row, row + 1))
+                self.reset_infos[i] = reset_infos[row]
                 to_reset[i] = False
 
     # --- calls into the sub-envs ------------------------------------------------------------------
@@ -349,7 +384,13 @@ class GymnasiumToVecEnv(VecEnv):
     def _require(self, name: str) -> Any:
         method = self._sub_env_call(name)
         if method is None:
-            raise AttributeError(f"{type(self.vector_env).__name__} has no {name}(): cannot reach its sub-envs")
+            hint = (
+                ": an EnvPool pool's envs are C++ objects without Python attributes or methods (its settings are in "
+                "venv.vector_env.config)"
+                if self.is_envpool
+                else ""
+            )
+            raise AttributeError(f"{type(self.vector_env).__name__} has no {name}(): cannot reach its sub-envs{hint}")
         return method
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:

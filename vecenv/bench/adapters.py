@@ -122,3 +122,19 @@ class GymVectorAdapter(_VectorEnvAdapter):
     def reset(self) -> None:
         """Reset every env."""
         self.venv.reset(seed=self.seed)
+
+
+class EnvPoolAdapter(_VectorEnvAdapter):
+    """An EnvPool pool or a vecenv VecEnv over one (:func:`~vecenv.adapters.from_gymnasium`): both are seeded by
+    ``envpool.make(..., seed=)``, so reset takes no seed.
+
+    :param venv: the pool (``reset()`` returns ``(obs, info)``) or the VecEnv over it (``reset()`` returns obs).
+    :param action_space: the single-env action space.
+    """
+
+    def __init__(self, venv: Any, action_space: gym.Space) -> None:
+        super().__init__(venv, 0, action_space)
+
+    def reset(self) -> None:
+        """Reset every env (with the seeds the pool was made with)."""
+        self.venv.reset()

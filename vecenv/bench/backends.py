@@ -17,7 +17,7 @@ from typing import Any
 import gymnasium as gym
 
 from vecenv import vec_env
-from vecenv.bench.adapters import BenchBackend, EnvFn, GymVectorAdapter, PlainLoop, VecEnvAdapter
+from vecenv.bench.adapters import BenchBackend, EnvFn, EnvPoolAdapter, GymVectorAdapter, PlainLoop, VecEnvAdapter
 from vecenv.optional import SB3_INSTALL_HINT, install_hint, is_installed
 
 __all__ = [
@@ -58,6 +58,26 @@ def _build_vecenv_ray(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None
     # a local Ray of this case's own (started here, shut down by close): one actor per core by default
     ray_init_kwargs = {"include_dashboard": False, "log_to_driver": False}
     return VecEnvAdapter(RayVecEnv(list(env_fns), n_workers=n_workers, ray_init_kwargs=ray_init_kwargs), seed)
+
+
+def _envpool_pool(env_fns: Sequence[EnvFn], seed: int) -> Any:
+    """EnvPool's own pool of the workload's env (made from the factory's env id; seeded by ``envpool.make``)."""
+    envpool = importlib.import_module("envpool")
+    env_id = getattr(env_fns[0], "env_id", None)
+    return envpool.make(env_id, env_type="gymnasium", num_envs=len(env_fns), seed=seed)
+
+
+def _build_envpool(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None) -> BenchBackend:
+    pool = _envpool_pool(env_fns, seed)
+    return EnvPoolAdapter(pool, pool.single_action_space)
+
+
+def _build_vecenv_envpool(env_fns: Sequence[EnvFn], seed: int, n_workers: int | None) -> BenchBackend:
+    from vecenv import VecMonitor, VecNormalize
+    from vecenv.adapters import from_gymnasium
+
+    venv = VecNormalize(VecMonitor(from_gymnasium(_envpool_pool(env_fns, seed))))
+    return EnvPoolAdapter(venv, venv.action_space)
 
 
 def parent_share(num_envs: int) -> int:
@@ -120,6 +140,7 @@ class BackendSpec:
     :param preload: modules the forkserver imports once, so that workers start from them (as when a script
         imports its vector-env library at top level and the forkserver preloads ``__main__``).
     :param n_workers: ``SubprocVecEnv(n_workers=...)`` for the vecenv variants.
+    :param workloads: the workloads it can run (None: all); EnvPool has only its own C++ envs.
     """
 
     name: str
@@ -131,6 +152,7 @@ class BackendSpec:
     imports: tuple[str, ...] = ()
     preload: tuple[str, ...] = ()
     n_workers: int | None = None
+    workloads: tuple[str, ...] | None = None
 
     def unavailable_reason(self) -> str | None:
         """Why this backend cannot run here (a missing package), or None."""
@@ -178,6 +200,26 @@ BACKENDS: dict[str, BackendSpec] = {
             _build_vecenv_ray,
             requires=("ray",),
             imports=("vecenv", "ray"),
+        ),
+        BackendSpec(
+            "envpool",
+            "EnvPool's own C++ pool (envpool.make, gymnasium API; CartPole only)",
+            "envpool",
+            False,
+            _build_envpool,
+            requires=("envpool",),
+            imports=("envpool",),
+            workloads=("cartpole",),
+        ),
+        BackendSpec(
+            "vecenv-envpool",
+            "VecNormalize(VecMonitor(from_gymnasium(EnvPool pool))): vecenv's adapter and wrappers over EnvPool",
+            "vecenv",
+            False,
+            _build_vecenv_envpool,
+            requires=("envpool",),
+            imports=("vecenv", "envpool"),
+            workloads=("cartpole",),
         ),
         BackendSpec(
             "sb3-dummy",

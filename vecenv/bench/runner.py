@@ -131,6 +131,8 @@ def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Ca
     for workload in config.workloads:
         for n in config.num_envs:
             for spec in available:
+                if spec.workloads is not None and workload not in spec.workloads:
+                    continue  # e.g. EnvPool: only its own envs
                 k = spec.n_workers
                 if k is not None and not explicit and (k > n or k == min(cpu_count, n)):
                     continue  # the same layout as another variant or as the default
@@ -160,6 +162,9 @@ def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Ca
                         preload=config.preload,
                     )
                 )
+    for spec in available:
+        if spec.workloads is not None and set(config.workloads) - set(spec.workloads):
+            notes.append(f"{spec.name} runs only the {', '.join(spec.workloads)} workload(s)")
     if any(spec.name == "vecenv-subproc-parent" for spec in available):
         notes.append("vecenv-subproc-parent runs only where N >= the number of cores (else this process gets no env)")
     variants = [spec.name for spec in available if spec.n_workers is not None]

@@ -1,0 +1,33 @@
+"""What the paired benchmark scripts share: the rate of a stepping function, and the report they print.
+
+Imported by the scripts in this directory (run them as ``python benchmarks/<script>.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import pandas as pd
+
+from vecenv.bench.tables import render_markdown
+
+
+def rate(step: Callable[[], object], n: int, seconds: float) -> float:
+    """env-steps/s of ``step()`` (which steps ``n`` envs) over about ``seconds``."""
+    start, steps = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        step()
+        steps += n
+    return steps / (time.perf_counter() - start)
+
+
+def report(header: str, rows: list[dict[str, object]], right: Sequence[bool], output: str | None) -> None:
+    """Print ``header`` and ``rows`` as a Markdown table (``right[i]``: column ``i`` right-aligned); also write them
+    to ``output`` if given."""
+    frame = pd.DataFrame(rows).astype(str)
+    text = header + "\n\n" + render_markdown(list(frame.columns), frame.values.tolist(), right)
+    print(text)
+    if output:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
