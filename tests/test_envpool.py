@@ -22,18 +22,23 @@ from vecenv.adapters import from_gymnasium
 envpool = pytest.importorskip("envpool")
 
 SEED = 3
+#: envpool.make options per env: Atari episodes cut to 40 steps so that a short test sees several ends
+MAKE_KWARGS: dict[str, dict[str, Any]] = {"Pong-v5": {"max_episode_steps": 40}}
 
 
 def make_pool(env_id: str, num_envs: int, **kwargs: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # gymnasium's Box precision warnings for EnvPool's float64 bounds
-        return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=SEED, **kwargs)
+        options = {**MAKE_KWARGS.get(env_id, {}), **kwargs}
+        return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=SEED, **options)
 
 
 def action_streams(env_id: str, num_envs: int, length: int) -> list[list[Any]]:
     rng = np.random.default_rng(0)
     if env_id == "CartPole-v1":
         return [list(rng.integers(0, 2, length)) for _ in range(num_envs)]
+    if env_id == "Pong-v5":
+        return [list(rng.integers(0, 6, length)) for _ in range(num_envs)]
     return [list(rng.uniform(-2, 2, (length, 1)).astype(np.float32)) for _ in range(num_envs)]
 
 
@@ -62,7 +67,9 @@ def by_hand(env_id: str, num_envs: int, streams: list[list[Any]], transitions: i
     return steps, starts
 
 
-@pytest.mark.parametrize(("env_id", "num_envs", "transitions"), [("CartPole-v1", 4, 120), ("Pendulum-v1", 2, 430)])
+@pytest.mark.parametrize(
+    ("env_id", "num_envs", "transitions"), [("CartPole-v1", 4, 120), ("Pendulum-v1", 2, 430), ("Pong-v5", 2, 90)]
+)
 def test_same_transitions_as_the_pool_stepped_by_hand(env_id, num_envs, transitions) -> None:
     streams = action_streams(env_id, num_envs, transitions + 5)
     expected_steps, expected_starts = by_hand(env_id, num_envs, streams, transitions)
@@ -76,7 +83,7 @@ def test_same_transitions_as_the_pool_stepped_by_hand(env_id, num_envs, transiti
         actions = np.stack([streams[i][t] for i in range(num_envs)])
         obs, rewards, dones, infos = venv.step(actions)
         terminated, truncated = venv.terminations, venv.truncations
-        assert rewards.dtype == np.float32 and obs.dtype == np.float32
+        assert rewards.dtype == np.float32 and obs.dtype == venv.observation_space.dtype
         for i in range(num_envs):
             next_obs = infos[i]["terminal_observation"] if dones[i] else obs[i]
             steps[i].append((actions[i], rewards[i], bool(terminated[i]), bool(truncated[i]), next_obs))
