@@ -7,7 +7,7 @@ DEPS := setup.cfg setup.py pyproject.toml
 
 SB3_VENV ?= .venv-sb3
 
-.PHONY: demo test test-sb3 bench lint type check clean
+.PHONY: demo test test-sb3 bench docs lint type check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,14 @@ $(BENCH_VENV)/.installed: $(DEPS)
 bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/vecenv bench --output-dir benchmarks/results $(BENCH_ARGS)
 
+$(VENV)/.docs-installed: $(VENV)/.test-installed
+	$(PIP) install -e ".[docs]"
+	touch $@
+
+## docs: build the documentation site (Sphinx, MyST, furo) into docs/_build/html; warnings are errors
+docs: $(VENV)/.docs-installed
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
 
@@ -60,4 +68,4 @@ type: $(VENV)/.test-installed
 check: test lint type
 
 clean:
-	rm -rf $(VENV) $(SB3_VENV) $(BENCH_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SB3_VENV) $(BENCH_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache docs/_build

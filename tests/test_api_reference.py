@@ -1,0 +1,44 @@
+"""The API reference (docs/api.md) documents every public name: each name of ``vecenv.__all__``,
+``vecenv.gymnasium.__all__`` and ``vecenv.adapters.__all__`` has an autodoc directive in its module's section."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import vecenv
+import vecenv.adapters
+import vecenv.gymnasium
+
+API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+DIRECTIVE = re.compile(r"^\.\. auto(?:class|function|data):: (\S+)$", re.MULTILINE)
+CURRENT = re.compile(r"^\.\. currentmodule:: (\S+)$", re.MULTILINE)
+
+
+def documented() -> set[str]:
+    """``module.name`` for every autodoc directive of the page (names are relative to the current module)."""
+    text = API_PAGE.read_text(encoding="utf-8")
+    names: set[str] = set()
+    marks = sorted([(m.start(), "module", m.group(1)) for m in CURRENT.finditer(text)] + [
+        (m.start(), "name", m.group(1)) for m in DIRECTIVE.finditer(text)
+    ])
+    module = "vecenv"
+    for _, kind, value in marks:
+        if kind == "module":
+            module = value
+        else:
+            names.add(f"{module}.{value}")
+    return names
+
+
+@pytest.mark.parametrize("module", [vecenv, vecenv.gymnasium, vecenv.adapters], ids=lambda m: m.__name__)
+def test_every_public_name_is_in_the_api_reference(module) -> None:
+    missing = sorted({f"{module.__name__}.{name}" for name in module.__all__} - documented())
+    assert not missing, f"docs/api.md lacks an autodoc directive for {missing}"
+
+
+def test_the_reference_documents_nothing_that_is_not_public() -> None:
+    public = {f"{m.__name__}.{n}" for m in (vecenv, vecenv.gymnasium, vecenv.adapters) for n in m.__all__}
+    assert documented() - public == set()
