@@ -50,7 +50,8 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 html_theme = "furo"
 html_title = f"vecenv {release}"
 
-_LINK = re.compile(r"(\]\()((?:\.\./)+[^)\s#]+)(#[^)\s]*)?(\))")
+# a Markdown link (not an image: ``![alt](...)`` is copied into the site by Sphinx) to ``../...``
+_LINK = re.compile(r"(?<!!)(\[[^\]]*\]\()((?:\.\./)+[^)\s#]+)(#[^)\s]*)?(\))")
 _logger = logging.getLogger(__name__)
 
 
