@@ -57,7 +57,7 @@ $(VENV)/.docs-installed: $(VENV)/.test-installed
 
 ## docs: build the documentation site (Sphinx, MyST, furo) into docs/_build/html; warnings are errors
 docs: $(VENV)/.docs-installed
-	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
