@@ -31,7 +31,7 @@ from vecenv.errors import WorkerDiedError
 from vecenv.optional import import_optional
 from vecenv.protocol import Command
 from vecenv.workers.base import Worker
-from vecenv.workers.messages import CALL, GroupServer, MessageWorker, build_group, dumps, label
+from vecenv.workers.messages import CALL, OK, GroupServer, MessageWorker, build_group, dumps, label
 
 __all__ = ["ACTOR_NAMESPACE", "GroupActor", "RayWorker", "import_ray"]
 
@@ -67,8 +67,10 @@ class GroupActor:
         return reply
 
     def handle(self, message: bytes) -> bytes:
-        """Answer one request message (:mod:`vecenv.workers.messages`)."""
-        assert self._server is not None, "handshake() first"
+        """Answer one request message (:mod:`vecenv.workers.messages`); an actor whose envs could not be built
+        answers only CLOSE (with nothing to close)."""
+        if self._server is None:
+            return bytes([OK]) + dumps(None)
         return self._server.handle(message)[0]
 
     def where(self) -> tuple[int, str]:
@@ -308,5 +310,19 @@ class RayWorker(MessageWorker):
                     error = exc
         if self._lost is None:
             self.kill("The Ray actor was closed with its vector env.")
+        self._wait_dead(deadline)
         self._buffers = None
         return error
+
+    def _wait_dead(self, deadline: float) -> None:
+        """Wait (until ``deadline``, at least a moment) until Ray reports the killed actor dead, so that no actor
+        of a closed vector env is alive when ``close()`` returns (``ray.kill`` is asynchronous)."""
+        ray = self._ray
+        while self.actor is not None:
+            try:
+                ray.get(self.actor.where.remote(), timeout=max(0.1, deadline - time.monotonic()))
+            except Exception:  # RayActorError: dead (or Ray is gone, or the time is up)
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)
