@@ -324,3 +324,25 @@ def assert_same(actual: Any, expected: Any, path: str = "") -> None:
     else:
         assert type(actual) is type(expected), (path, type(actual), type(expected))
         assert actual == expected, (path, actual, expected)
+
+
+class SleepEnv(gym.Env):
+    """Sleeps ``step_seconds`` in every step (a known env cost for the step accounts of vecenv.stats); observation
+    ``[t]`` (float32); the episode ends (terminated) after ``episode_len`` steps; reward 1."""
+
+    def __init__(self, step_seconds: float = 0.004, episode_len: int = 7) -> None:
+        self.step_seconds = step_seconds
+        self.episode_len = episode_len
+        self.observation_space = spaces.Box(low=0, high=1e6, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0.0], dtype=np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        time.sleep(self.step_seconds)
+        self.t += 1
+        return np.array([self.t], dtype=np.float32), 1.0, self.t >= self.episode_len, False, {}

@@ -19,6 +19,7 @@ from vecenv.ray_vec_env import RayVecEnv
 from vecenv.running_mean_std import RunningMeanStd
 from vecenv.spaces import dict_to_obs, obs_space_info
 from vecenv.stacked_observations import StackedObservations
+from vecenv.stats import StepStats, WorkerStats
 from vecenv.vec_env import DummyVecEnv, SubprocVecEnv
 from vecenv.version import __version__
 from vecenv.wrappers import VecEnvWrapper, VecEnvWrapperT, is_vecenv_wrapped, unwrap_vec_wrapper
@@ -45,6 +46,7 @@ __all__ = [
     "ResultsWriter",
     "RunningMeanStd",
     "StackedObservations",
+    "StepStats",
     "SubprocVecEnv",
     "VecCheckNan",
     "VecEnv",
@@ -61,6 +63,7 @@ __all__ = [
     "VecTransposeImage",
     "VecVideoRecorder",
     "WorkerDiedError",
+    "WorkerStats",
     "__version__",
     "dict_to_obs",
     "get_monitor_files",

@@ -18,6 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vecenv.errors import ClosedVecEnvError
+from vecenv.stats import StepStats
 
 __all__ = [
     "CloudpickleWrapper",
@@ -149,6 +150,19 @@ class VecEnv(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the sub-environments and any processes or resources they use."""
+
+    def step_stats(self, reset: bool = False) -> StepStats:
+        """Where the vector env's time went (:class:`vecenv.stats.StepStats`): vecenv's own vector envs and
+        every wrapper on them answer; see :meth:`vecenv.DummyVecEnv.step_stats`.
+
+        :param reset: start the accounts again from zero once read.
+        :raises NotImplementedError: for a vector env that keeps no accounts (e.g. one made by
+            :func:`vecenv.adapters.from_gymnasium`).
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} keeps no step accounts: step_stats() needs one of vecenv's vector envs "
+            "(DummyVecEnv, SubprocVecEnv, RayVecEnv), wrapped or not"
+        )
 
     def has_attr(self, attr_name: str) -> bool:
         """Whether every sub-environment has attribute ``attr_name`` (searching its wrapper chain).

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import json
 import math
 import multiprocessing as mp
@@ -36,6 +35,7 @@ from vecenv.cli_args import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     UsageError,
+    check_env_id,
     check_output_path,
     json_object,
     make_output_folder,
@@ -211,6 +211,13 @@ def _add_run_wrapper_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check-nan", action="store_true", help="raise at the first NaN/inf in actions, observations or rewards"
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the summary, print where the time went (venv.step_stats()): the calling process's and each "
+        "worker's time in env steps, moving data and waiting, in us per env-step and percent, and one line of "
+        "advice when the numbers suggest a change",
+    )
 
 
 def _add_plot_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -236,21 +243,6 @@ def _add_plot_parser(subparsers: Any) -> argparse.ArgumentParser:
     plot.add_argument("--title", default=None, help="figure title")
     plot.set_defaults(handler=cmd_plot, prog=plot.prog)
     return plot
-
-
-def _check_env_id(env_id: str) -> None:
-    try:
-        gym.spec(env_id)
-    except gym.error.NamespaceNotFound:
-        namespace = env_id.split("/", 1)[0]
-        raise UsageError(
-            f"unknown env id {env_id!r}: no env of namespace {namespace!r} is registered; install the package that "
-            "provides it (e.g. ale-py for ALE/...) and check gymnasium.pprint_registry()"
-        ) from None
-    except gym.error.Error as exc:
-        close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
-        hint = f"; did you mean: {', '.join(close)}?" if close else "; see gymnasium.pprint_registry() for the ids"
-        raise UsageError(f"unknown env id {env_id!r} ({type(exc).__name__}){hint}") from None
 
 
 @dataclass
@@ -416,7 +408,7 @@ def _option_summary(args: argparse.Namespace, n: int, video_paths: list[str]) ->
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``vecenv run``: build the vector env with :func:`~vecenv.make_vec_env`, step it, print a summary."""
-    _check_env_id(args.env_id)
+    check_env_id(args.env_id)
     _check_run_args(args)
     n = args.num_envs
     if args.backend == "subproc" and args.n_workers is not None and args.n_workers > n - args.parent_envs:
@@ -492,6 +484,7 @@ def _run(args: argparse.Namespace) -> int:
                 stats.update(rewards if normalize is None else normalize.get_original_reward(), dones)
                 bar.update(n)
         wall = time.perf_counter() - start
+        profile = venv.step_stats() if args.profile else None
         if args.save_normalize is not None:
             assert normalize is not None
             make_output_folder("--save-normalize", os.path.dirname(args.save_normalize))
@@ -533,6 +526,8 @@ def _run(args: argparse.Namespace) -> int:
             summary[f"episode_{name}_mean"] = summary[f"episode_{name}_min"] = summary[f"episode_{name}_max"] = "n/a"
     summary |= _option_summary(args, n, video_paths)
     print("\n".join(_summary_lines(summary)))
+    if profile is not None:
+        print(f"\n{profile.table()}")
     return 0
 
 

@@ -11,16 +11,20 @@ written to, when an output file is an existing folder, or when an output folder 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+import gymnasium as gym
 
 __all__ = [
     "EXIT_CASE_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "UsageError",
+    "check_env_id",
     "check_output_path",
     "comma_list",
     "json_object",
@@ -162,3 +166,22 @@ def make_output_folder(option: str, folder: str) -> None:
         os.makedirs(folder or os.curdir, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"argument {option}: cannot create the folder {folder!r}: {exc.strerror or exc}") from None
+
+
+def check_env_id(env_id: str) -> None:
+    """Refuse an env id that Gymnasium's registry does not know, naming close matches or the package to install.
+
+    :raises UsageError: if ``env_id`` is not registered.
+    """
+    try:
+        gym.spec(env_id)
+    except gym.error.NamespaceNotFound:
+        namespace = env_id.split("/", 1)[0]
+        raise UsageError(
+            f"unknown env id {env_id!r}: no env of namespace {namespace!r} is registered; install the package that "
+            "provides it (e.g. ale-py for ALE/...) and check gymnasium.pprint_registry()"
+        ) from None
+    except gym.error.Error as exc:
+        close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
+        hint = f"; did you mean: {', '.join(close)}?" if close else "; see gymnasium.pprint_registry() for the ids"
+        raise UsageError(f"unknown env id {env_id!r} ({type(exc).__name__}){hint}") from None

@@ -69,9 +69,14 @@ class DummyVecEnv(WorkerVecEnv):
         :raises AlreadyPendingCallError: if a step is already pending.
         :raises ValueError: as :meth:`WorkerVecEnv.step_async`, before anything reaches an env.
         """
-        self._begin_step(actions)
-        self.actions = actions
-        self._state = AsyncState.WAITING_STEP
+        clock = self._clock
+        started = clock.enter()
+        try:
+            self._begin_step(actions)
+            self.actions = actions
+            self._state = AsyncState.WAITING_STEP
+        finally:
+            clock.send += clock.leave(started)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Step every env with the actions given to :meth:`step_async`.
@@ -82,19 +87,27 @@ class DummyVecEnv(WorkerVecEnv):
             envs before it have stepped: the next step returns their results instead of stepping them again;
             it steps the env that raised and those after it (see docs/reliability.md).
         """
-        self._start_collecting_step()
-        actions = self.actions
-        if self._held:  # a step raised before: the envs that hold its results are not stepped again
-            self._send_steps(actions)
-            return self._collect_steps()
-        if self._composite_actions:
-            actions = split_actions(self.action_space, actions, 0, self.num_envs)
+        clock = self._clock
+        started = clock.enter()
         try:
-            infos, self.reset_infos[:] = self._group.step(actions)
-        except BaseException:
-            self._hold_partial(0)
-            raise
-        return self._step_result(infos)
+            self._start_collecting_step()
+            actions = self.actions
+            if self._held:  # a step raised before: the envs that hold its results are not stepped again
+                self._send_steps(actions)
+                result = self._collect_steps()
+            else:
+                if self._composite_actions:
+                    actions = split_actions(self.action_space, actions, 0, self.num_envs)
+                try:
+                    infos, self.reset_infos[:] = self._group.step(actions)
+                except BaseException:
+                    self._hold_partial(0)
+                    raise
+                result = self._step_result(infos)
+        finally:
+            clock.collect += clock.leave(started)
+        clock.steps += 1
+        return result
 
     def _discard_requests_in_flight(self) -> None:
         # the envs have not stepped yet: the recorded actions are dropped (SB3's DummyVecEnv)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from copy import deepcopy
+from time import perf_counter
 from typing import Any
 
 import gymnasium as gym
@@ -213,6 +214,7 @@ class EnvGroup:
         self._rows: list[np.ndarray] = []
         self._row_shape: tuple[int, ...] = ()
         self._row_dtype: Any = None
+        self.restart_accounts()
         self.handlers: dict[Command, Callable[[Any], Any]] = {
             Command.STEP: lambda payload: self.step(*payload),
             Command.RESET: self.reset,
@@ -224,10 +226,44 @@ class EnvGroup:
             Command.IS_WRAPPED: self.is_wrapped,
             Command.RENDER: self.render,
             Command.CLOSE: self.close,
+            Command.STATS: self.accounts,
         }
 
     def __len__(self) -> int:
         return len(self.envs)
+
+    # --- the accounts of vecenv.stats ---------------------------------------------------------------
+
+    def restart_accounts(self) -> None:
+        """Start the group's time accounts (:meth:`accounts`) again from zero."""
+        #: seconds inside the envs' ``step`` and ``reset`` (automatic resets included)
+        self.env_seconds = 0.0
+        #: the part of :attr:`env_seconds` spent in resets the vector env asked for (RESET requests)
+        self.requested_reset_env_seconds = 0.0
+        #: seconds inside :meth:`step` and :meth:`reset` (env calls and vecenv's own work on them)
+        self.busy_seconds = 0.0
+        self.env_steps = 0
+        self.resets = 0
+        self.episodes = 0
+
+    def accounts(self, restart: bool = False) -> dict[str, Any]:
+        """The group's time accounts (seconds, counts), see :class:`vecenv.stats.WorkerStats`.
+
+        :param restart: start the accounts again from zero after reading them.
+        :return: ``env_seconds``, ``requested_reset_env_seconds``, ``busy_seconds``, ``env_steps``, ``resets``,
+            ``episodes``.
+        """
+        accounts = {
+            "env_seconds": self.env_seconds,
+            "requested_reset_env_seconds": self.requested_reset_env_seconds,
+            "busy_seconds": self.busy_seconds,
+            "env_steps": self.env_steps,
+            "resets": self.resets,
+            "episodes": self.episodes,
+        }
+        if restart:
+            self.restart_accounts()
+        return accounts
 
     def _fail(self, exc: BaseException, local_index: int, command: Command) -> None:
         add_note(exc, env_context_note(self.env_indices[local_index], command.label))
@@ -252,6 +288,9 @@ class EnvGroup:
         # prebuilt row view (half the cost of buffer[j] = obs), anything else goes through the checking
         # writer (which refuses what does not fit); rewards gathered in a list and the (rare) episode ends
         # as index lists, each written once per call
+        perf = perf_counter
+        started = perf()
+        env_time = 0.0
         obs_buffer, envs, reset_infos = self.obs, self.envs, self.reset_infos
         write = self._write_obs
         rows = self._rows if self._rows_buffer is obs_buffer else self._make_rows()
@@ -289,7 +328,9 @@ class EnvGroup:
                 elif unfinished is not None and j in unfinished:
                     obs, reward, info = self._finish_autoreset(j, len(infos))
                 else:
+                    before = perf()
                     obs, reward, terminated, truncated, env_info = envs[j].step(actions[j])
+                    env_time += perf() - before
                     # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
                     if env_info:
                         info = _copy_info(env_info)
@@ -316,6 +357,11 @@ class EnvGroup:
             autoreset, self._failed_autoreset = self._failed_autoreset, None
             self._keep_partial_step(exc, stepped, infos, step_rewards, autoreset)
             raise
+        finally:
+            self.env_seconds += env_time
+            self.env_steps += len(infos)
+            self.episodes += len(ended)
+            self.busy_seconds += perf() - started
         return infos, reset_infos
 
     # --- the rare paths of a step, out of its loop ------------------------------------------------------
@@ -472,12 +518,17 @@ class EnvGroup:
             seed = self.next_reset_seeds[j]
         if not options:
             options = self.next_reset_options[j]
-        if options or (self.gymnasium_resets and (explicit or seed is not None)):
-            result = self.envs[j].reset(seed=seed, options=options or None)
-        elif explicit or seed is not None:
-            result = self.envs[j].reset(seed=seed)
-        else:
-            result = self.envs[j].reset()
+        started = perf_counter()
+        try:
+            if options or (self.gymnasium_resets and (explicit or seed is not None)):
+                result = self.envs[j].reset(seed=seed, options=options or None)
+            elif explicit or seed is not None:
+                result = self.envs[j].reset(seed=seed)
+            else:
+                result = self.envs[j].reset()
+        finally:
+            self.env_seconds += perf_counter() - started
+            self.resets += 1
         self.next_reset_seeds[j] = None
         self.next_reset_options[j] = None
         return result
@@ -491,20 +542,25 @@ class EnvGroup:
             ``gymnasium_resets`` sets :attr:`gymnasium_resets` (how envs' ``reset`` is called from now on).
         :return: the reset infos of all envs (also stored in :attr:`reset_infos`).
         """
+        started, env_before = perf_counter(), self.env_seconds
         seeds, options = payload[0], payload[1]
         indices = payload[2] if len(payload) > 2 and payload[2] is not None else range(len(self.envs))
         if len(payload) > 3:
             self.gymnasium_resets = bool(payload[3])
-        for j in indices:
-            try:
-                obs, self.reset_infos[j] = self._reset_one(j, seeds[j], options[j], explicit=True)
-                self.needs_reset[j] = False
-                self._unfinished.pop(j, None)
-                self.dones[j] = self.terminations[j] = self.truncations[j] = False
-                self._write_obs(self.obs, j, obs)
-            except Exception as exc:
-                self._fail(exc, j, Command.RESET)
-                raise
+        try:
+            for j in indices:
+                try:
+                    obs, self.reset_infos[j] = self._reset_one(j, seeds[j], options[j], explicit=True)
+                    self.needs_reset[j] = False
+                    self._unfinished.pop(j, None)
+                    self.dones[j] = self.terminations[j] = self.truncations[j] = False
+                    self._write_obs(self.obs, j, obs)
+                except Exception as exc:
+                    self._fail(exc, j, Command.RESET)
+                    raise
+        finally:
+            self.requested_reset_env_seconds += self.env_seconds - env_before
+            self.busy_seconds += perf_counter() - started
         return list(self.reset_infos)
 
     def set_next_reset(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any] | None]]) -> None:

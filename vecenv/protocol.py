@@ -26,6 +26,8 @@ class Command(enum.IntEnum):
     SETUP = 10
     #: seeds / options for the envs' next reset, whoever triggers it (caller or autoreset)
     SET_NEXT_RESET = 11
+    #: the group's time accounts (payload: whether to restart them), see :mod:`vecenv.stats`
+    STATS = 12
 
     @property
     def label(self) -> str:

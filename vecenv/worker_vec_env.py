@@ -74,14 +74,19 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             dtype, or (Discrete, MultiDiscrete, MultiBinary) holds values outside the action space; checked
             before anything reaches an env (see :func:`vecenv.spaces.make_actions_checker`).
         """
-        self._begin_step(actions)
-        buffer = self._action_buffer
-        shared = buffer is not None and fits_action_buffer(buffer, actions, self.num_envs)
-        if shared:
-            write_actions(self.action_space, buffer, actions)
-        self._send_steps(actions, shared)
-        self.actions = actions
-        self._state = AsyncState.WAITING_STEP
+        clock = self._clock
+        started = clock.enter()
+        try:
+            self._begin_step(actions)
+            buffer = self._action_buffer
+            shared = buffer is not None and fits_action_buffer(buffer, actions, self.num_envs)
+            if shared:
+                write_actions(self.action_space, buffer, actions)
+            self._send_steps(actions, shared)
+            self.actions = actions
+            self._state = AsyncState.WAITING_STEP
+        finally:
+            clock.send += clock.leave(started)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Collect the step started by :meth:`step_async`.
@@ -93,8 +98,15 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         :raises Exception: an env's exception (with a note naming the env); the envs that finished stepping
             keep their results for the next step (see :meth:`step_async`).
         """
-        self._start_collecting_step()
-        return self._collect_steps()
+        clock = self._clock
+        started, waited = clock.enter(), clock.wait
+        try:
+            self._start_collecting_step()
+            result = self._collect_steps()
+        finally:
+            clock.collect += clock.leave(started) - (clock.wait - waited)
+        clock.steps += 1
+        return result
 
     def _begin_step(self, actions: Any) -> None:
         """:meth:`step_async`'s checks, before anything reaches an env: idle, one valid action per env; then the
@@ -163,7 +175,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         self._received = {}
         try:
             stepped = self._all_workers if plan is None else [w for w, _ in plan]
-            results = call_all(self._recv_step, stepped, [self._workers[w] for w in stepped])
+            results = call_all(self._recv_step, stepped, [self._workers[w] for w in stepped], self._clock)
         except BaseException:
             self._hold_received(plan)
             # a worker not waited for yet (KeyboardInterrupt) still steps: collected by the next call
@@ -246,57 +258,59 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         :return: the requests ``(worker, local ids or None, payload)`` to pass to :meth:`finish_reset`.
         :raises AlreadyPendingCallError: if a step, a partial batch, a reset or a call is in flight.
         """
-        self._check_idle("reset")
-        self._check_seeds_and_options()
-        self.prepare_reset(env_ids)
-        workers, slices = self._workers, self._env_ranges
-        requests: list[tuple[int, list[int] | None]]
-        if env_ids is None:
-            requests = [(w, None) for w in range(len(workers))]
-        else:
-            by_worker: dict[int, list[int]] = {}
-            for env_id in env_ids:
-                w, local = self._env_location[env_id]
-                by_worker.setdefault(w, []).append(local)
-            requests = list(by_worker.items())
-        sent: list[tuple[int, list[int] | None, Any]] = []
-        try:
-            for w, local_ids in requests:
-                start, stop = slices[w]
-                payload = (self._seeds[start:stop], self._options[start:stop], local_ids, self.gymnasium_resets)
-                try:
-                    workers[w].send(Command.RESET, payload)
-                except WorkerDiedError as exc:
-                    if not self._may_restart():
-                        raise
-                    self._reset_by_restart(w, exc, payload)
-                    continue
-                sent.append((w, local_ids, payload))
-        finally:
-            self.clear_staged()
-        if sent:  # a request that failed to go out leaves the vector env idle (its siblings' replies are dropped)
-            self._state = AsyncState.WAITING_RESET
-        return sent
+        with self._clock.timing("reset"):
+            self._check_idle("reset")
+            self._check_seeds_and_options()
+            self.prepare_reset(env_ids)
+            workers, slices = self._workers, self._env_ranges
+            requests: list[tuple[int, list[int] | None]]
+            if env_ids is None:
+                requests = [(w, None) for w in range(len(workers))]
+            else:
+                by_worker: dict[int, list[int]] = {}
+                for env_id in env_ids:
+                    w, local = self._env_location[env_id]
+                    by_worker.setdefault(w, []).append(local)
+                requests = list(by_worker.items())
+            sent: list[tuple[int, list[int] | None, Any]] = []
+            try:
+                for w, local_ids in requests:
+                    start, stop = slices[w]
+                    payload = (self._seeds[start:stop], self._options[start:stop], local_ids, self.gymnasium_resets)
+                    try:
+                        workers[w].send(Command.RESET, payload)
+                    except WorkerDiedError as exc:
+                        if not self._may_restart():
+                            raise
+                        self._reset_by_restart(w, exc, payload)
+                        continue
+                    sent.append((w, local_ids, payload))
+            finally:
+                self.clear_staged()
+            if sent:  # a request that failed to go out leaves the vector env idle (its siblings' replies are dropped)
+                self._state = AsyncState.WAITING_RESET
+            return sent
 
     def finish_reset(self, requests: ResetRequests) -> None:
         """Second half of :meth:`reset_envs`: wait for the replies and store the reset infos (a worker that died
         resetting is restarted, budget allowing, with the same seeds / options). The vector env is idle again,
         whether this returns or raises.
         """
-        if self._state is AsyncState.WAITING_RESET:
-            self._state = AsyncState.IDLE
-        reset_infos = self.reset_infos
+        with self._clock.timing("reset"):
+            if self._state is AsyncState.WAITING_RESET:
+                self._state = AsyncState.IDLE
+            reset_infos = self.reset_infos
 
-        def collect(request: tuple[int, list[int] | None, Any]) -> None:
-            w, _, payload = request
-            try:
-                part_reset_infos = self._workers[w].recv()
-            except BaseException as error:
-                if not self._restartable(w, error):
-                    raise
-                self._reset_by_restart(w, error, payload)
-                return
-            start, stop = self._env_ranges[w]
-            reset_infos[start:stop] = part_reset_infos
+            def collect(request: tuple[int, list[int] | None, Any]) -> None:
+                w, _, payload = request
+                try:
+                    part_reset_infos = self._workers[w].recv()
+                except BaseException as error:
+                    if not self._restartable(w, error):
+                        raise
+                    self._reset_by_restart(w, error, payload)
+                    return
+                start, stop = self._env_ranges[w]
+                reset_infos[start:stop] = part_reset_infos
 
-        call_all(collect, requests, [self._workers[w] for w, _, _ in requests])
+            call_all(collect, requests, [self._workers[w] for w, _, _ in requests])

@@ -19,6 +19,7 @@ from vecenv.gymnasium.conversions import (
     vector_reset_infos,
     vector_step_infos,
 )
+from vecenv.stats import StepStats
 
 __all__ = ["VecEnvToGymnasium", "to_gymnasium"]
 
@@ -123,6 +124,14 @@ class VecEnvToGymnasium(VectorEnv):
         if all(s is None for s in seeds):
             return
         self.venv.seed(seeds)  # vecenv's seed() takes one seed (or None) per env
+
+    def step_stats(self, reset: bool = False) -> StepStats:
+        """The wrapped vector env's :meth:`~vecenv.VecEnv.step_stats` (not part of Gymnasium's API).
+
+        :param reset: start the accounts again from zero once read.
+        """
+        stats: StepStats = self.venv.step_stats(reset)
+        return stats
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env (``venv.step(actions)``); finished envs reset in the same step.

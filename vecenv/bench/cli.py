@@ -5,6 +5,11 @@ it; :func:`main` is a stand-alone entry point with the same options. User errors
 matplotlib, an unknown backend, an ``--output-dir`` that cannot be created) print one line
 ``vecenv bench: error: ...`` and exit with status 2, before any case runs; the exit status is 1 when a
 case failed, else 0.
+
+``vecenv bench --autotune ENV_ID`` (:mod:`vecenv.bench.autotune`) instead measures the vector-env layouts
+of one env side by side within ``--budget`` seconds and prints them ranked; its user errors (unknown env
+id, an env that cannot be created, a budget too small, options of the benchmark run) exit with status 2
+the same way, and it exits with status 1 when a layout failed.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from vecenv.bench.autotune import DEFAULT_BUDGET, DEFAULT_NUM_ENVS, AutotuneError, autotune, check_budget
 from vecenv.bench.report import write_outputs
 from vecenv.bench.runner import BenchConfig, backend_spec, default_backend_names, run_benchmark
 from vecenv.bench.workloads import WORKLOADS
@@ -24,6 +30,7 @@ from vecenv.cli_args import (
     UsageError,
     check_output_path,
     comma_list,
+    json_object,
     positive_float,
     positive_int,
 )
@@ -42,7 +49,11 @@ Stable-Baselines3's and Gymnasium's vector envs and a plain in-process loop, on 
 (cartpole: CartPole-v1; image: 84x84x4 uint8 observations, cheap step; cpu: ~200 us of Python CPU per
 step). Prints a Markdown table and writes bench.json, bench.md and bench.png to the output directory.
 Each case runs in a fresh Python process. SB3 backends need stable-baselines3 and torch, and are
-skipped (with a note) without them."""
+skipped (with a note) without them.
+
+--autotune ENV_ID instead times the vector-env layouts of one env (DummyVecEnv, SubprocVecEnv with each
+number of workers and with parent_envs, RayVecEnv with a large enough budget) side by side within
+--budget seconds, and prints them ranked with the constructor of the fastest."""
 
 
 def _workload(text: str) -> str:
@@ -67,7 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=comma_list(positive_int, "positive integers"),
         default=None,
         metavar="LIST",
-        help="comma-separated numbers of envs (default: 1,4,16,64; --quick: 1,4)",
+        help=f"comma-separated numbers of envs (default: 1,4,16,64; --quick: 1,4; --autotune: one number, default "
+        f"{DEFAULT_NUM_ENVS})",
     )
     parser.add_argument(
         "--backends",
@@ -143,6 +155,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run every case in this process instead of a fresh process per case (faster, less isolated)",
     )
     parser.add_argument("--list-backends", action="store_true", help="list the backends and whether they can run")
+    group = parser.add_argument_group(
+        "autotune", "time the vector-env layouts of one env side by side (also takes --num-envs N)"
+    )
+    group.add_argument(
+        "--autotune",
+        metavar="ENV_ID",
+        default=None,
+        help="the registered Gymnasium env id to find the fastest layout for (gymnasium.make(ENV_ID, "
+        "**ENV_KWARGS))",
+    )
+    group.add_argument(
+        "--env-kwargs",
+        default=None,  # parsed by _cmd_autotune, so that bad JSON is a one-line error
+        metavar="JSON",
+        help="with --autotune: keyword arguments for gymnasium.make, as a JSON object",
+    )
+    group.add_argument(
+        "--budget",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help=f"with --autotune: seconds the whole run may take, closing included (default: {DEFAULT_BUDGET:g})",
+    )
     parser.set_defaults(handler=cmd_bench, prog=parser.prog)
 
 
@@ -218,6 +253,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     :return: 0, 1 if a case failed, 2 for a usage error or a missing dependency (one line on stderr).
     """
     prefix = f"{getattr(args, 'prog', 'vecenv bench')}: error:"
+    if getattr(args, "autotune", None) is not None:
+        return _cmd_autotune(args, prefix)
+    if getattr(args, "env_kwargs", None) is not None or getattr(args, "budget", None) is not None:
+        print(f"{prefix} --env-kwargs and --budget go with --autotune ENV_ID", file=sys.stderr)
+        return EXIT_USAGE
     if args.list_backends:
         return _list_backends(args.n_workers)
     try:
@@ -248,6 +288,51 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"error: {record['workload']} N={record['num_envs']} {record['backend']}: {record.get('error')}")
     print(f"wrote {outputs['json']}, {outputs['markdown']} and {outputs['png']} ({run.wall_s:.0f} s)")
     return EXIT_CASE_FAILED if failed else 0
+
+
+def _autotune_conflicts(args: argparse.Namespace) -> list[str]:
+    """The options of the benchmark run given with ``--autotune`` (those that differ from their defaults)."""
+    parser = build_parser()
+    defaults = parser.parse_args([])
+    own = {"autotune", "env_kwargs", "budget", "num_envs", "help", "handler", "prog"}
+    return [
+        "/".join(action.option_strings)
+        for action in parser._actions
+        if action.dest not in own and getattr(args, action.dest, None) != getattr(defaults, action.dest, None)
+    ]
+
+
+def _cmd_autotune(args: argparse.Namespace, prefix: str) -> int:
+    """``vecenv bench --autotune ENV_ID``: check the options, run :func:`~vecenv.bench.autotune.autotune`, print
+    its report; 2 for a user error, 1 if a layout failed, else 0."""
+    budget = DEFAULT_BUDGET if args.budget is None else args.budget
+    try:
+        conflicts = _autotune_conflicts(args)
+        if conflicts:
+            raise UsageError(
+                f"--autotune does not take {', '.join(conflicts)} (options of the benchmark run); it takes "
+                "--num-envs N, --env-kwargs JSON and --budget SECONDS"
+            )
+        if args.num_envs is not None and len(args.num_envs) != 1:
+            raise UsageError(
+                f"argument --num-envs/-n: --autotune takes one number of envs, got {','.join(map(str, args.num_envs))}"
+            )
+        check_budget(budget, "argument --budget")
+        try:
+            env_kwargs = None if args.env_kwargs is None else json_object(args.env_kwargs)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"argument --env-kwargs: {exc}") from None
+        result = autotune(
+            args.autotune,
+            env_kwargs=env_kwargs,
+            num_envs=None if args.num_envs is None else args.num_envs[0],
+            budget=budget,
+        )
+    except (AutotuneError, UsageError) as exc:
+        print(f"{prefix} {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(result.report())
+    return EXIT_CASE_FAILED if any(row.status == "error" for row in result.rows) else 0
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "vecenv bench") -> int:

@@ -1,5 +1,6 @@
 """Calls on sub-envs: ``get_attr``, ``set_attr``, ``has_attr``, ``env_method``, ``env_is_wrapped``,
-``get_images``, each as one request per worker owning the addressed envs, in two halves for the engine API."""
+``get_images``, each as one request per worker owning the addressed envs, in two halves for the engine API; and
+``step_stats``, which asks every worker for its time accounts."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import numpy as np
 from vecenv.base import VecEnvIndices
 from vecenv.engine.core import AsyncState, CallRequests
 from vecenv.engine.recovery import Recovery
-from vecenv.engine.replies import call_all
+from vecenv.engine.replies import call_all, gather
 from vecenv.protocol import Command
 from vecenv.sb3_compat import wrapper_target
+from vecenv.stats import StepStats, WorkerStats
 
 __all__ = ["SubEnvCalls"]
 
@@ -105,3 +107,53 @@ class SubEnvCalls(Recovery):
             )
             return [None for _ in range(self.num_envs)]
         return self._call(Command.RENDER, None)
+
+    # --- where the time goes --------------------------------------------------------------------------
+
+    def step_stats(self, reset: bool = False) -> StepStats:
+        """Where this vector env's time went since it was built (or since the last ``step_stats(reset=True)``):
+        the calling process's side of ``step_async`` / ``step_wait`` / ``reset`` and each worker's time in its
+        envs, in moving data and waiting for requests (:mod:`vecenv.stats`). Asks every worker for its accounts
+        (one round trip each).
+
+        :param reset: start every account again from zero once read.
+        :return: the accounts; ``print(venv.step_stats())`` prints them as a table, in microseconds per env-step.
+        :raises AlreadyPendingCallError: if a step, a partial batch, a reset or a call is in flight.
+        :raises ClosedVecEnvError: if the vector env is closed.
+        """
+        self._check_idle("step_stats")
+        if self._unsettled:
+            self._settle()
+        for worker in self._workers:
+            worker.send(Command.STATS, reset)
+        accounts = gather(self._workers)
+        clock = self._clock
+        workers, parent_env = [], 0.0
+        for worker, account in zip(self._workers, accounts, strict=True):
+            indices = tuple(worker.env_indices)
+            env = account["env_seconds"]
+            if "served_seconds" in account:  # a group served elsewhere: its own clock
+                wall, idle, data = account["wall_seconds"], account["idle_seconds"], account["served_seconds"] - env
+            else:  # the calling process's own envs: busy inside this process's calls
+                wall = clock.elapsed()
+                data = account["busy_seconds"] - env
+                idle = max(0.0, wall - account["busy_seconds"])
+                parent_env += env - account["requested_reset_env_seconds"]
+            workers.append(
+                WorkerStats(
+                    where=worker.location,
+                    env_indices=indices,
+                    wall_seconds=wall,
+                    env_seconds=env,
+                    data_seconds=max(0.0, data),
+                    idle_seconds=idle,
+                    env_steps=account["env_steps"],
+                    resets=account["resets"],
+                    episodes=account["episodes"],
+                    cpu_seconds=account.get("cpu_seconds"),
+                )
+            )
+        stats = clock.summary(tuple(workers), parent_env)
+        if reset:
+            clock.restart()
+        return stats

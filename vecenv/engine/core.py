@@ -26,6 +26,7 @@ from vecenv.spaces import (
     make_action_writer,
     make_actions_checker,
 )
+from vecenv.stats import StepClock
 from vecenv.workers import Worker, shutdown_workers
 
 __all__ = ["AsyncState", "CallRequests", "EngineCore", "ResetRequests"]
@@ -87,6 +88,10 @@ class EngineCore(VecEnv):
         self._closed = False
         self._state = AsyncState.IDLE
         self._action_buffer = action_buffer
+        #: the calling process's time accounts (see step_stats)
+        self._clock = StepClock()
+        for worker in self._workers:
+            worker.clock = self._clock
         try:
             if not self.nested_spaces:
                 check_for_nested_spaces(observation_space)
@@ -181,15 +186,21 @@ class EngineCore(VecEnv):
         """
         waiting = [w for w, worker in enumerate(self._workers) if worker.pending is not None and worker.blocks]
         deadline = None if timeout is None else time.monotonic() + timeout
-        while waiting:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready = wait_ready([self._workers[w] for w in waiting], remaining)
-            if not ready:
-                return False
-            if any(self._workers[waiting[p]].has_ended() for p in ready):
-                return True  # a worker died: collecting raises at once, whatever the others do
-            waiting = [w for p, w in enumerate(waiting) if p not in ready]
-        return True
+        clock = self._clock if self._state is AsyncState.WAITING_STEP else None
+        started = clock.enter() if clock is not None else 0.0
+        try:
+            while waiting:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                ready = wait_ready([self._workers[w] for w in waiting], remaining)
+                if not ready:
+                    return False
+                if any(self._workers[waiting[p]].has_ended() for p in ready):
+                    return True  # a worker died: collecting raises at once, whatever the others do
+                waiting = [w for p, w in enumerate(waiting) if p not in ready]
+            return True
+        finally:
+            if clock is not None:
+                clock.wait += clock.leave(started)
 
     @property
     def terminations(self) -> np.ndarray:

@@ -4,6 +4,7 @@ returns at least ``batch_size`` finished ones, :meth:`~PartialBatches.async_rese
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,10 @@ class PartialBatches(Recovery):
             result has not been returned by :meth:`recv` yet.
         :raises ValueError: on duplicate ids or a number of actions that differs from the number of ids.
         """
+        with self._clock.timing("send"):
+            self._send_batch(actions, env_ids)
+
+    def _send_batch(self, actions: Any, env_ids: VecEnvIndices) -> None:
         self._check_open("send")
         if self._state is AsyncState.WAITING_STEP:
             raise AlreadyPendingCallError("Cannot call send() while a step is pending: call step_wait() first.")
@@ -157,6 +162,12 @@ class PartialBatches(Recovery):
             rewards are 0 and dones False), ``env_ids`` an int64 array. Same autoreset rules as :meth:`step`.
         :raises NoAsyncCallError: if nothing was sent.
         """
+        with self._clock.timing("collect"):
+            result = self._recv_batch()
+        self._clock.steps += 1
+        return result
+
+    def _recv_batch(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
         self._check_open("recv")
         if self._state is not AsyncState.PARTIAL:
             raise NoAsyncCallError("recv() called with nothing in flight: call async_reset() or send() first.")
@@ -208,7 +219,11 @@ class PartialBatches(Recovery):
         for w in in_flight:
             if not self._workers[w].blocks:  # in-process: executes when asked
                 return w
-        return in_flight[wait_ready([self._workers[w] for w in in_flight], None)[0]]
+        clock = self._clock
+        started = time.perf_counter()
+        ready = wait_ready([self._workers[w] for w in in_flight], None)
+        clock.wait += time.perf_counter() - started
+        return in_flight[ready[0]]
 
     def _drain_partial(self) -> None:
         """Collect and drop every partial result in flight (used by reset)."""

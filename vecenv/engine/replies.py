@@ -24,13 +24,14 @@ def wait_ready(workers: Sequence[Worker], timeout: float | None) -> list[int]:
     return wait(workers, timeout)
 
 
-def ready_order(workers: Sequence[Worker]) -> Iterator[int]:
+def ready_order(workers: Sequence[Worker], clock: Any = None) -> Iterator[int]:
     """The positions ``0..len(workers)-1`` in the order the workers' replies become ready to collect.
 
     Workers that never block (in-process, or nothing pending) come first, in order; then the others as their
     replies arrive or they end, so a worker that died is seen at once even while another one is still inside a
     long env step. When nothing arrives before the earliest reply deadline (``step_timeout`` /
-    ``reset_timeout``), that worker comes next: its ``recv`` enforces the timeout.
+    ``reset_timeout``), that worker comes next: its ``recv`` enforces the timeout. With ``clock`` (a
+    :class:`vecenv.stats.StepClock`), the time spent waiting is added to its ``wait``.
     """
     waiting: list[int] = []
     for k, worker in enumerate(workers):
@@ -41,7 +42,12 @@ def ready_order(workers: Sequence[Worker]) -> Iterator[int]:
     while len(waiting) > 1:
         deadlines = [d for d in (workers[k].reply_deadline for k in waiting) if d is not None]
         timeout = None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
-        ready = wait_ready([workers[k] for k in waiting], timeout)
+        if clock is None:
+            ready = wait_ready([workers[k] for k in waiting], timeout)
+        else:
+            started = time.perf_counter()
+            ready = wait_ready([workers[k] for k in waiting], timeout)
+            clock.wait += time.perf_counter() - started
         if not ready:  # the earliest deadline passed: that worker's recv times out now
             ready = [min(range(len(waiting)), key=lambda p: workers[waiting[p]].reply_deadline or math.inf)]
         chosen = [waiting[p] for p in ready]
@@ -50,18 +56,20 @@ def ready_order(workers: Sequence[Worker]) -> Iterator[int]:
     yield from waiting
 
 
-def call_all(fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker]) -> list[Any]:
+def call_all(
+    fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker], clock: Any = None
+) -> list[Any]:
     """``fn(item)`` for every item, in the order their workers' replies arrive (``workers[k]`` answers
     ``items[k]``), even if some fail (so every worker's reply is drained), then raise the first error; results
     are in the order of ``items``.
 
     A :class:`~vecenv.errors.WorkerDiedError` propagates at once, without waiting for the other workers (one
     of them may be stuck in a long env step): their replies are collected or discarded by the next request.
-    So do KeyboardInterrupt and SystemExit.
+    So do KeyboardInterrupt and SystemExit. ``clock``: see :func:`ready_order`.
     """
     results: list[Any] = [None] * len(items)
     first_error: BaseException | None = None
-    for k in ready_order(workers):
+    for k in ready_order(workers, clock):
         try:
             results[k] = fn(items[k])
         except WorkerDiedError:

@@ -19,6 +19,7 @@ from vecenv.gymnasium.conversions import (
     vector_step_infos,
 )
 from vecenv.spaces import ARRAY_SPACES
+from vecenv.stats import StepStats
 from vecenv.vec_env import DummyVecEnv, WorkerVecEnv
 
 __all__ = ["VecenvVectorEnv", "values_per_env"]
@@ -79,6 +80,14 @@ class VecenvVectorEnv(VectorEnv):
             venv.observation_space, deep=copy and isinstance(venv, DummyVecEnv)
         )
         self._actions_as_is = isinstance(self.single_action_space, ARRAY_SPACES)
+
+    def step_stats(self, reset: bool = False) -> StepStats:
+        """Where the time went (vecenv's :meth:`~vecenv.VecEnv.step_stats`; not part of Gymnasium's API): the
+        vector env's side of ``step`` / ``reset`` and each worker's time in its envs, moving data and waiting.
+
+        :param reset: start the accounts again from zero once read.
+        """
+        return self._venv.step_stats(reset)
 
     # --- helpers ------------------------------------------------------------------------------------
 

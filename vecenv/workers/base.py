@@ -42,6 +42,11 @@ class Worker(ABC):
         """
 
     @property
+    def location(self) -> str:
+        """Where the group runs, e.g. ``"calling process"``, ``"worker process 1234"`` (for tables and messages)."""
+        return "calling process"
+
+    @property
     def usable(self) -> bool:
         """False once the worker died or was killed: every later request raises (see :meth:`restart`)."""
         return True
@@ -57,6 +62,10 @@ class Worker(ABC):
         group's), or None if none did. Returned once.
         """
         return None
+
+    #: the vector env's time accounts (:class:`vecenv.stats.StepClock`): a worker that waits for replies adds the
+    #: time it waited for a STEP reply to its ``wait``; set by the vector env
+    clock: Any = None
 
     #: False for a worker whose :meth:`recv` runs the request itself and so never waits for a reply (the
     #: in-process worker): the vector env collects such workers first, while the others work

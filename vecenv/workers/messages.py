@@ -41,6 +41,7 @@ import time
 import traceback
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
+from time import perf_counter
 from typing import Any
 
 import cloudpickle
@@ -116,6 +117,47 @@ class GroupServer:
         group.dense_infos = False  # only the rich infos travel (see step)
         self.obs_in_shm = False
         self.arrays_in_shm = False
+        self._restart_accounts()
+
+    # --- the accounts of vecenv.stats: the transport calls received() / replied() around each request --------
+
+    def _restart_accounts(self) -> None:
+        """Start the accounts again from zero; they run from the next request on."""
+        self.accounts_start: float | None = None
+        self.cpu_start = 0.0
+        self.last_reply = 0.0
+        #: seconds waiting for requests, and from a request's arrival until its reply was sent
+        self.idle_seconds = self.served_seconds = 0.0
+
+    def received(self) -> float:
+        """A request arrived: the time since the last reply was idle. :return: now (pass it to :meth:`replied`)."""
+        now = perf_counter()
+        if self.accounts_start is None:
+            self.accounts_start = self.last_reply = now
+            self.cpu_start = time.process_time()
+        self.idle_seconds += now - self.last_reply
+        return now
+
+    def replied(self, received: float) -> None:
+        """The reply to the request that arrived at ``received`` is sent."""
+        self.last_reply = now = perf_counter()
+        if self.accounts_start is not None:  # (None: the request restarted the accounts)
+            self.served_seconds += now - received
+
+    def accounts(self, restart: bool) -> dict[str, Any]:
+        """The group's accounts (:meth:`~vecenv.env_group.EnvGroup.accounts`) plus the server's: ``wall_seconds``,
+        ``idle_seconds``, ``served_seconds``, ``cpu_seconds`` (the process's CPU time; restarted too if ``restart``)."""
+        accounts = self.group.accounts(restart)
+        started = self.accounts_start is not None
+        accounts.update(
+            wall_seconds=perf_counter() - self.accounts_start if self.accounts_start is not None else 0.0,
+            cpu_seconds=time.process_time() - self.cpu_start if started else 0.0,
+            idle_seconds=self.idle_seconds,
+            served_seconds=self.served_seconds,
+        )
+        if restart:
+            self._restart_accounts()
+        return accounts
 
     def shared_actions(self) -> Any:
         """This step's actions from the shared action buffer (transports with one override this)."""
@@ -147,6 +189,8 @@ class GroupServer:
         if command is Command.RESET:
             reset_infos = self.group.handlers[command](arg)
             return (*self._arrays(), reset_infos)
+        if command is Command.STATS:
+            return self.accounts(bool(arg))
         return self.group.handlers[command](arg)
 
     def _arrays(self) -> tuple[Any, Any]:
@@ -308,7 +352,14 @@ class MessageWorker(Worker):
         self._check_usable()
         command = self._pending
         assert command is not None, "recv() without send()"
-        data = self._recv_raw(command)
+        if command is Command.STEP and self.clock is not None:
+            started = perf_counter()
+            try:
+                data = self._recv_raw(command)
+            finally:
+                self.clock.wait += perf_counter() - started
+        else:
+            data = self._recv_raw(command)
         self._pending = None
         if command is Command.STEP:
             return self._step_reply(data)

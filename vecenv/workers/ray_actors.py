@@ -69,9 +69,13 @@ class GroupActor:
     def handle(self, message: bytes) -> bytes:
         """Answer one request message (:mod:`vecenv.workers.messages`); an actor whose envs could not be built
         answers only CLOSE (with nothing to close)."""
-        if self._server is None:
+        server = self._server
+        if server is None:
             return bytes([OK]) + dumps(None)
-        return self._server.handle(message)[0]
+        started = server.received()
+        reply = server.handle(message)[0]
+        server.replied(started)  # (Ray moves the reply after this: its cost shows as idle time)
+        return reply
 
     def where(self) -> tuple[int, str]:
         """``(pid, node id)`` of the actor's process."""
@@ -165,6 +169,12 @@ class RayWorker(MessageWorker):
         return None if self._location is None else self._location[1]
 
     # --- moving the bytes ----------------------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        if self._location is None:
+            return f"Ray actor {self._name}"
+        return f"Ray actor {self._name} (process {self._location[0]})"
 
     def _where(self) -> str:
         if self._location is None:

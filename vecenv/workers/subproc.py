@@ -172,6 +172,7 @@ class _WorkerLoop(GroupServer):
                 group.terminal_obs = shared.terminal_obs[start:stop]
         if shared.actions is not None:
             self.action_view = batch_slice(shared.actions, start, stop)
+        self._restart_accounts()  # the accounts of vecenv.stats start with the first request after SETUP
 
     def call(self, command: Command, arg: Any) -> Any:
         if command is Command.SETUP:
@@ -189,13 +190,16 @@ class _WorkerLoop(GroupServer):
 
     def serve(self) -> None:
         fd_in, fd_out, handle = self.conn_in.fileno(), self.conn_out.fileno(), self.handle
+        received, replied = self.received, self.replied
         while True:
             try:
                 message = read_message(fd_in)
             except (EOFError, OSError):
                 return
+            started = received()
             reply, command = handle(message)
             write_message(fd_out, reply)
+            replied(started)
             if command is Command.CLOSE:
                 return
 
@@ -381,8 +385,12 @@ class SubprocWorker(MessageWorker):
         wait_ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
         return sorted({owner[fd] for fd, _ in poller.poll(wait_ms)})
 
+    @property
+    def location(self) -> str:
+        return f"worker process {self.process.pid}"
+
     def _where(self) -> str:
-        return f"worker process {self.process.pid} (envs {self.env_indices})"
+        return f"{self.location} (envs {self.env_indices})"
 
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
         try:

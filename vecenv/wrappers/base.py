@@ -13,6 +13,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vecenv.stats import StepStats
 
 __all__ = ["VecEnvWrapper", "VecEnvWrapperT", "is_vecenv_wrapped", "unwrap_vec_wrapper"]
 
@@ -65,6 +66,11 @@ class VecEnvWrapper(VecEnv):
 
     def close(self) -> None:
         return self.venv.close()
+
+    def step_stats(self, reset: bool = False) -> StepStats:
+        """The wrapped vector env's :meth:`~vecenv.VecEnv.step_stats` (a wrapper's own work counts as the
+        caller's time, ``outside_seconds``)."""
+        return self.venv.step_stats(reset)
 
     def render(self, mode: str | None = None) -> np.ndarray | None:
         return self.venv.render(mode=mode)

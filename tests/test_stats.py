@@ -1,0 +1,270 @@
+"""The step accounts of vecenv.stats on every backend, checked against an env with a known cost per step.
+
+:class:`tests.envs_perf.SleepEnv` sleeps a fixed time in each step and the test sleeps a fixed time between its
+steps, so each part of the accounts has a floor known in advance (a sleep never returns early); upper bounds are
+loose (a loaded machine oversleeps), and the parts must add up to the wall time that the accounts and the test
+itself measured.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecenv
+from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
+from tests.envs_perf import SleepEnv
+from vecenv.adapters import from_gymnasium
+from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError
+from vecenv.stats import StepStats, WorkerStats
+
+SLEEP = 0.004  # seconds per env step
+GAP = 0.002  # seconds the caller sleeps between steps
+STEPS = 20
+EPISODE = 7
+NUM_ENVS = 4
+
+LAYOUTS = [
+    "dummy",
+    "subproc",
+    "subproc-parent",
+    "gym-async",
+    pytest.param("ray", marks=pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)")),
+]
+
+
+def _env_fns() -> list:
+    return [partial(SleepEnv, SLEEP, EPISODE) for _ in range(NUM_ENVS)]
+
+
+def _build(layout: str, request: pytest.FixtureRequest):
+    if layout == "dummy":
+        return vecenv.DummyVecEnv(_env_fns())
+    if layout == "subproc":
+        return vecenv.SubprocVecEnv(_env_fns(), n_workers=2)
+    if layout == "subproc-parent":
+        return vecenv.SubprocVecEnv(_env_fns(), n_workers=1, parent_envs=1)
+    if layout == "gym-async":
+        return vecenv.gymnasium.AsyncVectorEnv(_env_fns(), n_workers=2)
+    request.getfixturevalue("ray_session")
+    return vecenv.RayVecEnv(_env_fns(), **RAY_TEST_OPTIONS)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_accounts_add_up(layout: str, request: pytest.FixtureRequest) -> None:
+    venv = _build(layout, request)
+    try:
+        actions = np.zeros(NUM_ENVS, dtype=np.int64)
+        started = time.perf_counter()
+        venv.reset()
+        for _ in range(STEPS):
+            venv.step(actions)
+            time.sleep(GAP)
+        ended = time.perf_counter()
+        stats = venv.step_stats()
+        asked = time.perf_counter()
+    finally:
+        venv.close()
+
+    finished = STEPS // EPISODE  # episodes each env ended (also in NEXT_STEP mode for these numbers: 7, 15)
+    # Gymnasium's default NEXT_STEP mode resets a finished env at its next step instead of stepping it
+    env_calls = STEPS - finished if layout == "gym-async" else STEPS
+    assert (stats.steps, stats.env_steps, stats.episodes) == (STEPS, NUM_ENVS * STEPS, NUM_ENVS * finished)
+    assert [index for worker in stats.workers for index in worker.env_indices] == list(range(NUM_ENVS))
+
+    # the calling process: its parts are its wall time, which is the time the test measured around its calls
+    parts = (
+        stats.send_seconds,
+        stats.wait_seconds,
+        stats.collect_seconds,
+        stats.parent_env_seconds,
+        stats.reset_seconds,
+        stats.outside_seconds,
+    )
+    assert min(parts) >= 0
+    assert sum(parts) == pytest.approx(stats.wall_seconds, rel=0.01, abs=0.002)
+    assert ended - started - 0.002 <= stats.wall_seconds <= asked - started
+    assert stats.outside_seconds >= STEPS * GAP  # the test's own sleeps
+
+    for worker in stats.workers:
+        n = len(worker.env_indices)
+        assert (worker.env_steps, worker.episodes, worker.resets) == (n * STEPS, n * finished, n * (1 + finished))
+        assert n * env_calls * SLEEP <= worker.env_seconds <= 3 * n * STEPS * SLEEP + 0.2
+        assert min(worker.data_seconds, worker.idle_seconds) >= 0
+        worker_parts = worker.env_seconds + worker.data_seconds + worker.idle_seconds
+        assert worker_parts == pytest.approx(worker.wall_seconds, rel=0.02, abs=0.005)
+
+    in_parent = [worker for worker in stats.workers if worker.where == "calling process"]
+    remote = [worker for worker in stats.workers if worker.where != "calling process"]
+    parent_envs = sum(len(worker.env_indices) for worker in in_parent)
+    assert parent_envs == {"dummy": NUM_ENVS, "subproc-parent": 1}.get(layout, 0)
+    assert stats.parent_env_seconds >= parent_envs * env_calls * SLEEP
+    if remote:
+        # every step waits for the busiest worker's envs, less what the calling process did meanwhile
+        busiest = max(len(worker.env_indices) for worker in remote)
+        assert stats.wait_seconds >= env_calls * (busiest - parent_envs) * SLEEP * 0.7
+        for worker in remote:  # a worker waits at least while the test sleeps
+            assert worker.idle_seconds >= STEPS * GAP
+    else:
+        assert stats.wait_seconds == 0
+
+
+def test_reset_restarts_every_account() -> None:
+    venv = vecenv.SubprocVecEnv(_env_fns(), n_workers=2)
+    try:
+        venv.reset()
+        for _ in range(3):
+            venv.step(np.zeros(NUM_ENVS, dtype=np.int64))
+        before = venv.step_stats(reset=True)
+        after = venv.step_stats()
+        venv.step(np.zeros(NUM_ENVS, dtype=np.int64))
+        one_step = venv.step_stats()
+    finally:
+        venv.close()
+    assert (before.steps, before.env_steps) == (3, 3 * NUM_ENVS)
+    assert (after.steps, after.env_steps, after.wall_seconds, after.send_seconds) == (0, 0, 0.0, 0.0)
+    assert all(worker.env_seconds == 0 and worker.env_steps == 0 for worker in after.workers)
+    assert (one_step.steps, one_step.env_steps) == (1, NUM_ENVS)
+    assert all(worker.env_seconds >= 2 * SLEEP for worker in one_step.workers)
+
+
+def test_wrappers_and_adapters_pass_the_accounts_through() -> None:
+    venv = vecenv.VecNormalize(vecenv.VecMonitor(vecenv.DummyVecEnv(_env_fns()[:2])))
+    try:
+        venv.reset()
+        for _ in range(5):
+            venv.step(np.zeros(2, dtype=np.int64))
+        assert venv.step_stats().env_steps == 10
+        gym_view = vecenv.adapters.to_gymnasium(venv)
+        gym_view.step(np.zeros(2, dtype=np.int64))
+        assert gym_view.step_stats().env_steps == 12
+    finally:
+        venv.close()
+
+
+def test_refused_while_a_step_is_pending_and_after_close() -> None:
+    venv = vecenv.DummyVecEnv(_env_fns()[:2])
+    venv.reset()
+    venv.step_async(np.zeros(2, dtype=np.int64))
+    with pytest.raises(AlreadyPendingCallError, match=r"step_stats\(\) while a step is pending"):
+        venv.step_stats()
+    venv.step_wait()
+    venv.close()
+    with pytest.raises(ClosedVecEnvError):
+        venv.step_stats()
+
+
+def test_a_vector_env_without_accounts_says_so() -> None:
+    venv = from_gymnasium(gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]))
+    try:
+        with pytest.raises(NotImplementedError, match="keeps no step accounts"):
+            venv.step_stats()
+    finally:
+        venv.close()
+
+
+# --- the table and the advice, on fixed inputs ------------------------------------------------------------
+
+
+def _worker(
+    where: str, envs: range, env: float, data: float, idle: float, steps: int, cpu: float | None = None
+) -> WorkerStats:
+    """A worker's accounts; a worker process had the CPU whenever it worked unless ``cpu`` says otherwise."""
+    if cpu is None and where != "calling process":
+        cpu = env + data
+    return WorkerStats(where, tuple(envs), env + data + idle, env, data, idle, steps * len(envs), len(envs), 0, cpu)
+
+
+def _stats(workers: tuple[WorkerStats, ...], **parts: float) -> StepStats:
+    fields = dict(send=0.0, wait=0.0, collect=0.0, parent_env=0.0, reset=0.0, outside=0.0) | parts
+    wall = sum(fields.values())
+    steps = max(worker.env_steps // len(worker.env_indices) for worker in workers)
+    return StepStats(
+        wall_seconds=wall,
+        **{f"{name}_seconds": value for name, value in fields.items()},
+        steps=steps,
+        env_steps=sum(worker.env_steps for worker in workers),
+        episodes=0,
+        workers=workers,
+    )
+
+
+def test_table_per_env_step_and_percent() -> None:
+    # 1000 steps of 4 envs in 2 workers: 4000 env-steps in 1 s
+    workers = (
+        _worker("worker process 11", range(0, 2), env=0.2, data=0.1, idle=0.7, steps=1000),
+        _worker("worker process 12", range(2, 4), env=0.2, data=0.1, idle=0.7, steps=1000),
+    )
+    stats = _stats(workers, send=0.1, wait=0.6, collect=0.1, outside=0.2)
+    assert stats.table().splitlines() == [
+        "vecenv step profile: 1000 steps, 4000 env-steps, 0 episodes, 1.000 s, 4,000 env-steps/s",
+        "where                              part       us/env-step      %",
+        "calling process                    send             25.00   10.0",
+        "calling process                    wait            150.00   60.0",
+        "calling process                    collect          25.00   10.0",
+        "calling process                    env               0.00    0.0",
+        "calling process                    reset             0.00    0.0",
+        "calling process                    outside          50.00   20.0",
+        "worker process 11 (envs 0-1)       env             100.00   20.0",
+        "worker process 11 (envs 0-1)       data             50.00   10.0",
+        "worker process 11 (envs 0-1)       idle            350.00   70.0",
+        "worker process 12 (envs 2-3)       env             100.00   20.0",
+        "worker process 12 (envs 2-3)       data             50.00   10.0",
+        "worker process 12 (envs 2-3)       idle            350.00   70.0",
+        "advice: envs are cheap (100.0 us per env-step): workers wait for the calling process 70% of the time; "
+        "try more envs per worker, parent_envs, or DummyVecEnv",
+    ]
+    assert str(stats) == stats.table()
+
+
+def test_advice_follows_the_numbers() -> None:
+    def remote(env: float, data: float, idle: float) -> tuple[WorkerStats, ...]:
+        return (_worker("worker process 1", range(2), env=env, data=data, idle=idle, steps=1000),)
+
+    outside = _stats(remote(0.1, 0.0, 0.0), wait=0.1, outside=0.9)
+    assert outside.advice() is not None and outside.advice().startswith("90% of the time is spent outside")
+    images = _stats(remote(0.2, 0.6, 0.2), wait=0.8, send=0.1)
+    assert images.advice() is not None and images.advice().startswith("moving data costs the workers more")
+    cpu = _stats(remote(0.9, 0.05, 0.05), wait=0.9)
+    assert cpu.advice() is not None and cpu.advice().startswith("workers spend 90% of their time in env steps")
+    starved = (_worker("worker process 7", range(2), env=0.6, data=0.1, idle=0.3, steps=1000, cpu=0.35),)
+    assert _stats(starved, wait=0.9).advice() == (
+        "worker process 7 had the CPU only 50% of the time it had work: the machine is short of free cores "
+        "(other processes, or more workers than cores); try fewer workers"
+    )
+    balanced = _stats(remote(0.6, 0.1, 0.3), wait=0.5, collect=0.1)
+    assert balanced.advice() is None
+    dummy = (_worker("calling process", range(2), env=0.5, data=0.01, idle=0.0, steps=1000),)
+    expensive = _stats(dummy, parent_env=0.5, collect=0.05)
+    assert expensive.advice() is not None and expensive.advice().startswith("envs are expensive (250 us")
+    too_short = _stats((_worker("worker process 1", range(2), env=0.1, data=0.0, idle=0.9, steps=10),), wait=0.1)
+    assert too_short.advice() is None and "advice" not in too_short.table()
+
+
+def test_run_profile_prints_the_table_after_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    from vecenv.cli import main
+
+    args = ["run", "CartPole-v1", "-n", "4", "--steps", "400", "-b", "subproc", "--n-workers", "2", "--profile"]
+    assert main(args) == 0
+    summary_text, profile_text = capsys.readouterr().out.split("\n\n")
+    summary = dict(line.split(":", 1) for line in summary_text.splitlines())
+    lines = profile_text.splitlines()
+    episodes = int(summary["episodes"])
+    assert lines[0].startswith(f"vecenv step profile: 100 steps, 400 env-steps, {episodes} episodes, ")
+    assert lines[1].split() == ["where", "part", "us/env-step", "%"]
+    rows = [line.rsplit(maxsplit=3) for line in lines[2:] if not line.startswith("advice: ")]
+    parent = [(part, float(share)) for where, part, _, share in rows if where.strip() == "calling process"]
+    assert [part for part, _ in parent] == ["send", "wait", "collect", "env", "reset", "outside"]
+    assert sum(share for _, share in parent) == pytest.approx(100, abs=0.5)
+    workers: dict[str, list[tuple[str, float]]] = {}
+    for where, part, _, share in rows:
+        if where.startswith("worker process"):
+            workers.setdefault(where.strip(), []).append((part, float(share)))
+    assert [where.split(" (")[1] for where in workers] == ["envs 0-1)", "envs 2-3)"]
+    for parts in workers.values():
+        assert [part for part, _ in parts] == ["env", "data", "idle"]
+        assert sum(share for _, share in parts) == pytest.approx(100, abs=0.5)

@@ -1,0 +1,298 @@
+"""Where a vector env's time goes: :class:`StepStats`, returned by ``venv.step_stats()``.
+
+Every backend keeps the accounts while it runs (a few clock reads per worker and step, and two per env
+step): the calling process ("parent") times its side of ``step_async`` / ``step_wait`` and ``reset``, the
+time it waits for workers and the time between those calls (the caller's own code); each worker (a worker
+process, a Ray actor, or the parent itself for DummyVecEnv and ``parent_envs``) times its envs' ``step`` /
+``reset`` calls, the rest of its work on a request (moving actions, observations and infos) and the time it
+waits for the next request. :meth:`StepStats.table` prints them per env-step; :meth:`StepStats.advice` says
+in one line what they suggest.
+
+>>> import gymnasium as gym, numpy as np
+>>> from vecenv import DummyVecEnv
+>>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+>>> _ = venv.reset()
+>>> for _ in range(10):
+...     _ = venv.step(np.zeros(2, dtype=np.int64))
+>>> stats = venv.step_stats()
+>>> stats.steps, stats.env_steps, len(stats.workers)
+(10, 20, 1)
+>>> venv.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["StepClock", "StepStats", "WorkerStats"]
+
+
+@dataclass(frozen=True)
+class WorkerStats:
+    """The accounts of one worker: a group of envs stepped together, in a worker process, a Ray actor or the
+    calling process. Times are seconds since the accounts started (construction or the last reset).
+
+    ``env_seconds + data_seconds + idle_seconds`` is the worker's ``wall_seconds`` (up to the time spent
+    answering the statistics request itself).
+
+    :param where: where the group runs, e.g. ``"worker process 1234"``, ``"calling process"``.
+    :param env_indices: global indices of the group's envs.
+    :param wall_seconds: time covered by these accounts.
+    :param env_seconds: inside the envs' ``step`` and ``reset`` (automatic resets included).
+    :param data_seconds: the rest of the worker's work on requests: actions read, observations and flags
+        written, infos copied and pickled, replies sent.
+    :param idle_seconds: waiting for the next request (for the calling process's own envs: 0, see
+        :attr:`StepStats.outside_seconds`).
+    :param env_steps: env steps taken (one per env and vector step).
+    :param resets: env resets (requested and automatic).
+    :param episodes: episodes ended (terminated or truncated).
+    :param cpu_seconds: CPU time of the worker's process over the same time (all its threads), or None for the
+        calling process's own envs. Well below ``env_seconds + data_seconds`` means the worker was kept off the
+        CPU while it had work (more busy processes than free cores).
+    """
+
+    where: str
+    env_indices: tuple[int, ...]
+    wall_seconds: float
+    env_seconds: float
+    data_seconds: float
+    idle_seconds: float
+    env_steps: int
+    resets: int
+    episodes: int
+    cpu_seconds: float | None = None
+
+    @property
+    def busy_share(self) -> float:
+        """Share of the wall time the worker was working (env or data), in ``[0, 1]``."""
+        return (self.env_seconds + self.data_seconds) / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    @property
+    def idle_share(self) -> float:
+        """Share of the wall time the worker waited for requests, in ``[0, 1]``."""
+        return self.idle_seconds / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """Where a vector env's time went, on the calling process's side and on each worker's
+    (``venv.step_stats()``). Times are seconds since the accounts started (construction or the last reset).
+
+    On the calling process's side, ``send_seconds + wait_seconds + collect_seconds + parent_env_seconds +
+    reset_seconds + outside_seconds`` is ``wall_seconds`` (up to the clock reads themselves).
+
+    :param wall_seconds: time covered by these accounts, in the calling process.
+    :param send_seconds: in ``step_async``: checking the actions and handing them to the workers.
+    :param wait_seconds: in ``step_wait``, blocked until a worker's reply arrived.
+    :param collect_seconds: the rest of ``step_wait``: reading replies, rebuilding infos, copying the batch out
+        (minus ``parent_env_seconds``).
+    :param parent_env_seconds: inside the ``step`` / ``reset`` of envs that run in the calling process
+        (DummyVecEnv, SubprocVecEnv's ``parent_envs``) during ``step_wait``.
+    :param reset_seconds: in ``reset()`` (every part of it: the envs' resets are also in the workers' accounts).
+    :param outside_seconds: between those calls: the caller's own code (policy, learning), and any other
+        call on the vector env.
+    :param steps: vector steps (``step_wait`` calls that returned).
+    :param env_steps: env steps taken by all workers.
+    :param episodes: episodes ended in all workers.
+    :param workers: each worker's accounts, in env order.
+    """
+
+    wall_seconds: float
+    send_seconds: float
+    wait_seconds: float
+    collect_seconds: float
+    parent_env_seconds: float
+    reset_seconds: float
+    outside_seconds: float
+    steps: int
+    env_steps: int
+    episodes: int
+    workers: tuple[WorkerStats, ...] = field(default_factory=tuple)
+
+    @property
+    def num_envs(self) -> int:
+        """Number of envs the accounts cover."""
+        return sum(len(worker.env_indices) for worker in self.workers)
+
+    def per_env_step_us(self, seconds: float) -> float:
+        """``seconds`` in microseconds per env-step of the whole vector env (0 before any step)."""
+        return seconds * 1e6 / self.env_steps if self.env_steps else 0.0
+
+    def table(self) -> str:
+        """The accounts as a text table: the calling process's parts, then each worker's, in microseconds per
+        env-step (of the vector env for the calling process, of the worker's own envs for a worker) and in
+        percent of the wall time; then the advice, if any.
+
+        :return: the table, lines separated by ``"\\n"``, without a trailing newline.
+        """
+        wall = self.wall_seconds
+        lines = [
+            f"vecenv step profile: {self.steps} steps, {self.env_steps} env-steps, {self.episodes} episodes, "
+            f"{wall:.3f} s, {self.env_steps / wall if wall > 0 else 0.0:,.0f} env-steps/s",
+            f"{'where':<34} {'part':<9} {'us/env-step':>12} {'%':>6}",
+        ]
+
+        def row(where: str, part: str, seconds: float, env_steps: int, wall_seconds: float) -> None:
+            per_step = seconds * 1e6 / env_steps if env_steps else 0.0
+            share = 100.0 * seconds / wall_seconds if wall_seconds > 0 else 0.0
+            lines.append(f"{where:<34} {part:<9} {per_step:>12.2f} {share:>6.1f}")
+
+        where = "calling process"
+        for part, seconds in (
+            ("send", self.send_seconds),
+            ("wait", self.wait_seconds),
+            ("collect", self.collect_seconds),
+            ("env", self.parent_env_seconds),
+            ("reset", self.reset_seconds),
+            ("outside", self.outside_seconds),
+        ):
+            row(where, part, seconds, self.env_steps, wall)
+        for worker in self.workers:
+            label = f"{worker.where} (envs {_index_range(worker.env_indices)})"
+            for part, seconds in (
+                ("env", worker.env_seconds),
+                ("data", worker.data_seconds),
+                ("idle", worker.idle_seconds),
+            ):
+                row(label, part, seconds, worker.env_steps, worker.wall_seconds)
+        advice = self.advice()
+        if advice:
+            lines.append(f"advice: {advice}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def advice(self) -> str | None:
+        """One line on what the accounts suggest, or None when they suggest nothing (or cover too little).
+
+        The rules, in order: most of the time is spent outside vecenv (> 50 %: a faster vector env cannot
+        help much); a worker process had the CPU for less than 2/3 of the time it had work (too few free
+        cores); the workers wait for requests more than half the time while the calling process waits for
+        them less (envs too cheap for their worker: more envs per worker, ``parent_envs`` or DummyVecEnv);
+        moving data costs the workers more than their envs (large observations or infos); the workers are busy
+        with their envs more than 80 % of the time (more workers, if cores are free); envs in the calling
+        process cost more than 100 us per step (worker processes would run them in parallel).
+        """
+        wall = self.wall_seconds
+        if self.env_steps < 100 or wall <= 0:
+            return None
+        if self.outside_seconds / wall > 0.5:
+            return (
+                f"{100 * self.outside_seconds / wall:.0f}% of the time is spent outside the vector env (your "
+                "code): a faster vector env cannot speed this loop up much"
+            )
+        remote = [worker for worker in self.workers if worker.cpu_seconds is not None]
+        remote_steps = sum(worker.env_steps for worker in remote)
+        if remote and remote_steps:
+            for worker in remote:
+                working, cpu = worker.env_seconds + worker.data_seconds, worker.cpu_seconds or 0.0
+                if working > 1.5 * cpu and working - cpu > 0.1 * worker.wall_seconds:
+                    return (
+                        f"{worker.where} had the CPU only {100 * cpu / working:.0f}% of the time it had work: the "
+                        "machine is short of free cores (other processes, or more workers than cores); try fewer "
+                        "workers"
+                    )
+            idle = sum(worker.idle_seconds for worker in remote) / sum(worker.wall_seconds for worker in remote)
+            env = sum(worker.env_seconds for worker in remote)
+            data = sum(worker.data_seconds for worker in remote)
+            env_us = env * 1e6 / remote_steps
+            if idle > 0.5:
+                return (
+                    f"envs are cheap ({env_us:.1f} us per env-step): workers wait for the calling process "
+                    f"{100 * idle:.0f}% of the time; try more envs per worker, parent_envs, or DummyVecEnv"
+                )
+            if data > env:
+                return (
+                    f"moving data costs the workers more than their envs ({data * 1e6 / remote_steps:.1f} vs "
+                    f"{env_us:.1f} us per env-step): keep shared_memory=True and observations small, and return "
+                    "infos only when they carry something"
+                )
+            busy = sum(worker.env_seconds for worker in remote) / sum(worker.wall_seconds for worker in remote)
+            if busy > 0.8:
+                return (
+                    f"workers spend {100 * busy:.0f}% of their time in env steps ({env_us:.1f} us per env-step): "
+                    "the envs are the limit; more workers help only if cores are free"
+                )
+            return None
+        env_us = self.per_env_step_us(self.parent_env_seconds)
+        if env_us > 100:
+            return (
+                f"envs are expensive ({env_us:.0f} us per env-step) and step one after another in this process: "
+                "SubprocVecEnv with one worker per core steps them in parallel"
+            )
+        return None
+
+
+def _index_range(indices: tuple[int, ...]) -> str:
+    if not indices:
+        return "none"
+    return str(indices[0]) if len(indices) == 1 else f"{indices[0]}-{indices[-1]}"
+
+
+class StepClock:
+    """The calling process's side of :class:`StepStats`: running totals in seconds, updated by the vector env
+    at the entry and exit of ``step_async`` / ``step_wait`` / ``reset`` (:func:`time.perf_counter`)."""
+
+    __slots__ = ("collect", "last_exit", "outside", "reset", "send", "start", "steps", "wait")
+
+    def __init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        """Start the accounts again from zero; they run from the next step or reset call on."""
+        self.start: float | None = None
+        self.last_exit = 0.0
+        self.send = self.wait = self.collect = self.reset = self.outside = 0.0
+        self.steps = 0
+
+    def enter(self) -> float:
+        """A vector-env call starts: the time since the last one ended was spent outside. :return: now."""
+        now = time.perf_counter()
+        if self.start is None:
+            self.start = self.last_exit = now
+        self.outside += now - self.last_exit
+        return now
+
+    def elapsed(self) -> float:
+        """Seconds since the accounts started (0 before the first call)."""
+        return 0.0 if self.start is None else time.perf_counter() - self.start
+
+    def leave(self, started: float) -> float:
+        """The call that started at ``started`` (:meth:`enter`) ends. :return: its duration in seconds."""
+        self.last_exit = now = time.perf_counter()
+        return now - started
+
+    @contextlib.contextmanager
+    def timing(self, part: str) -> Iterator[None]:
+        """Count the ``with`` block's time in ``part`` (``"reset"``, ``"send"``, ...), except the time it waited
+        for replies (counted in ``wait`` where it is measured); for calls off the hot path."""
+        started, waited = self.enter(), self.wait
+        try:
+            yield
+        finally:
+            setattr(self, part, getattr(self, part) + self.leave(started) - (self.wait - waited))
+
+    def summary(self, workers: tuple[WorkerStats, ...], parent_env_seconds: float, **extra: Any) -> StepStats:
+        """The accounts as a :class:`StepStats` (``parent_env_seconds`` is moved from ``collect`` to its own part)."""
+        now = time.perf_counter()
+        if self.start is None:  # no call yet
+            self.last_exit = now
+        return StepStats(
+            wall_seconds=self.elapsed(),
+            send_seconds=self.send,
+            wait_seconds=self.wait,
+            collect_seconds=max(0.0, self.collect - parent_env_seconds),
+            parent_env_seconds=parent_env_seconds,
+            reset_seconds=self.reset,
+            outside_seconds=self.outside + (now - self.last_exit),
+            steps=self.steps,
+            env_steps=sum(worker.env_steps for worker in workers),
+            episodes=sum(worker.episodes for worker in workers),
+            workers=workers,
+            **extra,
+        )
