@@ -12,6 +12,7 @@
 - :mod:`vecenv.bench.targets`: vecenv's performance targets checked against the results.
 - :mod:`vecenv.bench.chart`: the PNG chart.
 - :mod:`vecenv.bench.report`: bench.json, bench.md and bench.png of a run.
+- :mod:`vecenv.bench.autotune`: ``vecenv bench --autotune``: the layouts for one env, timed side by side.
 - :mod:`vecenv.bench.cli`: the ``vecenv bench`` command.
 
 Importing this package imports nothing heavy: pandas and matplotlib (the ``bench`` extra) are imported when
