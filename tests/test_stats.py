@@ -268,3 +268,25 @@ def test_run_profile_prints_the_table_after_the_summary(capsys: pytest.CaptureFi
     for parts in workers.values():
         assert [part for part, _ in parts] == ["env", "data", "idle"]
         assert sum(share for _, share in parts) == pytest.approx(100, abs=0.5)
+
+
+def test_partial_batches_are_accounted() -> None:
+    venv = vecenv.SubprocVecEnv(_env_fns(), n_workers=2, batch_size=2)
+    try:
+        venv.async_reset()
+        sent = 0
+        for _ in range(6):  # each recv() returns one worker's two envs: their reset, then their steps
+            *_, env_ids = venv.recv()
+            venv.send(np.zeros(len(env_ids), dtype=np.int64), env_ids)
+            sent += len(env_ids)
+        for _ in range(2):  # collect the last two batches in flight
+            venv.recv()
+        stats = venv.step_stats()
+    finally:
+        venv.close()
+    assert (stats.steps, stats.env_steps) == (8, sent) == (8, 12)  # every recv() counts as a step
+    assert [worker.env_steps for worker in stats.workers] == [6, 6]
+    assert min(worker.env_seconds for worker in stats.workers) >= 6 * SLEEP
+    assert stats.send_seconds > 0 and stats.collect_seconds > 0
+    # the calling process does nothing but wait while the workers step (in parallel)
+    assert stats.wait_seconds >= 0.7 * max(worker.env_seconds for worker in stats.workers)
