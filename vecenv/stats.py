@@ -26,7 +26,6 @@ import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 __all__ = ["StepClock", "StepStats", "WorkerStats"]
 
@@ -65,16 +64,6 @@ class WorkerStats:
     resets: int
     episodes: int
     cpu_seconds: float | None = None
-
-    @property
-    def busy_share(self) -> float:
-        """Share of the wall time the worker was working (env or data), in ``[0, 1]``."""
-        return (self.env_seconds + self.data_seconds) / self.wall_seconds if self.wall_seconds > 0 else 0.0
-
-    @property
-    def idle_share(self) -> float:
-        """Share of the wall time the worker waited for requests, in ``[0, 1]``."""
-        return self.idle_seconds / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -277,7 +266,7 @@ class StepClock:
         finally:
             setattr(self, part, getattr(self, part) + self.leave(started) - (self.wait - waited))
 
-    def summary(self, workers: tuple[WorkerStats, ...], parent_env_seconds: float, **extra: Any) -> StepStats:
+    def summary(self, workers: tuple[WorkerStats, ...], parent_env_seconds: float) -> StepStats:
         """The accounts as a :class:`StepStats` (``parent_env_seconds`` is moved from ``collect`` to its own part)."""
         now = time.perf_counter()
         if self.start is None:  # no call yet
@@ -294,5 +283,4 @@ class StepClock:
             env_steps=sum(worker.env_steps for worker in workers),
             episodes=sum(worker.episodes for worker in workers),
             workers=workers,
-            **extra,
         )

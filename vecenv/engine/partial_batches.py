@@ -4,7 +4,6 @@ returns at least ``batch_size`` finished ones, :meth:`~PartialBatches.async_rese
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any
 
 import numpy as np
@@ -219,11 +218,7 @@ class PartialBatches(Recovery):
         for w in in_flight:
             if not self._workers[w].blocks:  # in-process: executes when asked
                 return w
-        clock = self._clock
-        started = time.perf_counter()
-        ready = wait_ready([self._workers[w] for w in in_flight], None)
-        clock.wait += time.perf_counter() - started
-        return in_flight[ready[0]]
+        return in_flight[wait_ready([self._workers[w] for w in in_flight], None, self._clock)[0]]
 
     def _drain_partial(self) -> None:
         """Collect and drop every partial result in flight (used by reset)."""

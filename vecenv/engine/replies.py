@@ -10,21 +10,29 @@ from operator import methodcaller
 from typing import Any
 
 from vecenv.errors import WorkerDiedError
+from vecenv.stats import StepClock
 from vecenv.workers import Worker
 
 __all__ = ["call_all", "gather", "ready_order", "wait_ready"]
 
 
-def wait_ready(workers: Sequence[Worker], timeout: float | None) -> list[int]:
+def wait_ready(workers: Sequence[Worker], timeout: float | None, clock: StepClock | None = None) -> list[int]:
     """The positions of ``workers`` (each with a request pending) whose reply is ready or that ended, waiting up
     to ``timeout`` seconds for one; empty when the timeout passed. Each transport waits its own way
-    (:meth:`Worker.wait_any`); workers of different transports are polled."""
+    (:meth:`Worker.wait_any`); workers of different transports are polled. With ``clock``, the time spent
+    waiting is added to its ``wait``."""
     waits = {type(worker).wait_any for worker in workers}
     wait = waits.pop() if len(waits) == 1 else Worker.wait_any
-    return wait(workers, timeout)
+    if clock is None:
+        return wait(workers, timeout)
+    started = time.perf_counter()
+    try:
+        return wait(workers, timeout)
+    finally:
+        clock.wait += time.perf_counter() - started
 
 
-def ready_order(workers: Sequence[Worker], clock: Any = None) -> Iterator[int]:
+def ready_order(workers: Sequence[Worker], clock: StepClock | None = None) -> Iterator[int]:
     """The positions ``0..len(workers)-1`` in the order the workers' replies become ready to collect.
 
     Workers that never block (in-process, or nothing pending) come first, in order; then the others as their
@@ -42,12 +50,7 @@ def ready_order(workers: Sequence[Worker], clock: Any = None) -> Iterator[int]:
     while len(waiting) > 1:
         deadlines = [d for d in (workers[k].reply_deadline for k in waiting) if d is not None]
         timeout = None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
-        if clock is None:
-            ready = wait_ready([workers[k] for k in waiting], timeout)
-        else:
-            started = time.perf_counter()
-            ready = wait_ready([workers[k] for k in waiting], timeout)
-            clock.wait += time.perf_counter() - started
+        ready = wait_ready([workers[k] for k in waiting], timeout, clock)
         if not ready:  # the earliest deadline passed: that worker's recv times out now
             ready = [min(range(len(waiting)), key=lambda p: workers[waiting[p]].reply_deadline or math.inf)]
         chosen = [waiting[p] for p in ready]
@@ -57,7 +60,7 @@ def ready_order(workers: Sequence[Worker], clock: Any = None) -> Iterator[int]:
 
 
 def call_all(
-    fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker], clock: Any = None
+    fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker], clock: StepClock | None = None
 ) -> list[Any]:
     """``fn(item)`` for every item, in the order their workers' replies arrive (``workers[k]`` answers
     ``items[k]``), even if some fail (so every worker's reply is drained), then raise the first error; results

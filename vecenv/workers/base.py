@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vecenv.protocol import Command
+from vecenv.stats import StepClock
 
 
 class Worker(ABC):
@@ -65,7 +66,7 @@ class Worker(ABC):
 
     #: the vector env's time accounts (:class:`vecenv.stats.StepClock`): a worker that waits for replies adds the
     #: time it waited for a STEP reply to its ``wait``; set by the vector env
-    clock: Any = None
+    clock: StepClock | None = None
 
     #: False for a worker whose :meth:`recv` runs the request itself and so never waits for a reply (the
     #: in-process worker): the vector env collects such workers first, while the others work

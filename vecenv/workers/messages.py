@@ -148,10 +148,10 @@ class GroupServer:
         """The group's accounts (:meth:`~vecenv.env_group.EnvGroup.accounts`) plus the server's: ``wall_seconds``,
         ``idle_seconds``, ``served_seconds``, ``cpu_seconds`` (the process's CPU time; restarted too if ``restart``)."""
         accounts = self.group.accounts(restart)
-        started = self.accounts_start is not None
+        start = self.accounts_start
         accounts.update(
-            wall_seconds=perf_counter() - self.accounts_start if self.accounts_start is not None else 0.0,
-            cpu_seconds=time.process_time() - self.cpu_start if started else 0.0,
+            wall_seconds=0.0 if start is None else perf_counter() - start,
+            cpu_seconds=0.0 if start is None else time.process_time() - self.cpu_start,
             idle_seconds=self.idle_seconds,
             served_seconds=self.served_seconds,
         )
