@@ -217,7 +217,15 @@ def test_factory_exception_says_so_with_the_original_message(ray_session) -> Non
     with pytest.raises(InjectedFault, match=re.escape(fault_message("factory", 1, 1))) as info:
         vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED)
     assert "env 1 during env construction" in "\n".join(info.value.__notes__)
-    assert _vecenv_actors(ray_session) == []
+    assert _vecenv_actors(ray_session) == [] and ray_session.is_initialized()
+
+
+def test_refused_nested_space_ends_the_actors_and_keeps_a_running_ray(ray_session) -> None:
+    """The nested Dict is refused once the actors have reported their spaces: they are ended, Ray (not started
+    by the vector env) keeps running."""
+    with pytest.raises(NotImplementedError, match="Nested observation spaces are not supported"):
+        vecenv.RayVecEnv([functools.partial(SpaceEnv, "nested_dict")] * 2, n_workers=2, actor_options=SHARED)
+    assert _vecenv_actors(ray_session) == [] and ray_session.is_initialized()
 
 
 def test_dead_actor_is_worker_died_error_naming_the_envs(ray_venvs) -> None:
@@ -302,7 +310,7 @@ def test_actor_options_are_checked(ray_session) -> None:
         vecenv.RayVecEnv(counter_fns(2), actor_options=[("num_cpus", 1)])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="need 6 CPUs, but the Ray cluster has 2"):
         vecenv.RayVecEnv(counter_fns(3), n_workers=3, actor_options={"num_cpus": 2})
-    assert _vecenv_actors(ray_session) == []
+    assert _vecenv_actors(ray_session) == [] and ray_session.is_initialized()
 
 
 def test_default_n_workers_follows_the_cluster_cpus(ray_venvs) -> None:
@@ -336,6 +344,47 @@ def test_import_vecenv_does_not_import_ray_and_a_missing_ray_names_the_extra() -
 
 
 # --- Ray's lifecycle and a simulated cluster (a child process with its own Ray) ----------------------------
+
+FAILED_START_SCRIPT = """
+import functools, os, secrets, shutil, tempfile
+os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
+import ray
+import vecenv
+from tests.envs import CounterEnv, SpaceEnv
+from tests.envs_faults import make_env
+
+# each constructor starts a Ray (none is running), then fails: it must shut that Ray down again
+cases = {
+    "NESTED": ([functools.partial(SpaceEnv, "nested_dict")] * 2, {}),
+    "FACTORY": ([functools.partial(make_env, offset=i, where="factory" if i else None) for i in range(2)], {}),
+    "CPUS": ([CounterEnv] * 2, {"n_workers": 2, "actor_options": {"num_cpus": 1}}),
+}
+for case, (fns, kwargs) in cases.items():
+    temp_dir = tempfile.mkdtemp(prefix="vecenv-ray-")
+    init = {"num_cpus": 1, "include_dashboard": False, "log_to_driver": False, "_temp_dir": temp_dir}
+    kwargs = {"actor_options": {"num_cpus": 0}, "n_workers": 2, **kwargs}
+    try:
+        vecenv.RayVecEnv(fns, ray_init_kwargs=init, **kwargs)
+        raised = "nothing"
+    except Exception as exc:
+        raised = type(exc).__name__
+    print(case, raised, ray.is_initialized(), flush=True)
+    ray.shutdown()  # (a no-op when the constructor did its job)
+    shutil.rmtree(temp_dir, ignore_errors=True)
+"""
+
+
+def test_failed_constructor_shuts_down_the_ray_it_started() -> None:
+    """A refused nested observation space, an env factory that raises, and actors the cluster cannot hold: each
+    constructor started Ray (none was running) and leaves it shut down (in a child process, three Ray starts)."""
+    command = [sys.executable, "-c", FAILED_START_SCRIPT]
+    result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    assert lines["NESTED"] == "NotImplementedError False"
+    assert lines["FACTORY"] == "InjectedFault False"
+    assert lines["CPUS"] == "ValueError False"
+
 
 CLUSTER_SCRIPT = """
 import os, secrets, shutil, sys, tempfile, time

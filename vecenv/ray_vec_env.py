@@ -86,7 +86,10 @@ class RayVecEnv(WorkerVecEnv):
     Ray is initialised here if it is not already (``ray.init(**ray_init_kwargs)``; on a cluster pass
     ``ray_init_kwargs={"address": "auto"}`` or the head's address, or call ``ray.init`` yourself first), and
     shut down by :meth:`close` only if it was started here. :meth:`close` also ends every actor (also at
-    garbage collection and interpreter exit); the actors are named in the ``"vecenv"`` Ray namespace.
+    garbage collection and interpreter exit); the actors are named in the ``"vecenv"`` Ray namespace. A
+    constructor that raises (a refused argument or space, an env factory's error) leaves nothing behind: the
+    actors it made are ended, and Ray is shut down again if it was started here (a Ray that was already running
+    is left running).
 
     :param env_fns: callables that each return a new ``gymnasium.Env`` (cloudpickled to the actors).
     :param n_workers: number of actors (None: as many as the cluster's CPUs hold with ``actor_options``'s
@@ -113,6 +116,7 @@ class RayVecEnv(WorkerVecEnv):
         ``batch_size`` outside ``1..len(env_fns)``, reserved or unsatisfiable ``actor_options``, or envs whose
         spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables or ``actor_options`` not a dict.
+    :raises NotImplementedError: for a nested Dict / Tuple observation space (as Stable-Baselines3).
     :raises Exception: what an env factory raised, with its own type and message (and a note naming the actor).
     """
 
@@ -145,7 +149,13 @@ class RayVecEnv(WorkerVecEnv):
         ray = import_ray()
         started_ray = False
         if not ray.is_initialized():
-            ray.init(**(ray_init_kwargs or {}))
+            try:
+                ray.init(**(ray_init_kwargs or {}))
+            except BaseException:
+                # a ray.init that failed half-way may have started local Ray processes: end them
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+                raise
             started_ray = True
         elif ray_init_kwargs:
             warnings.warn(
@@ -174,11 +184,13 @@ class RayVecEnv(WorkerVecEnv):
             observation_space, action_space = all_spaces[0]
             for other, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
                 check_same_spaces(other.env_indices[0], obs_space, act_space, observation_space, action_space)
+            # (refuses a nested observation space; it closes the workers itself when it raises)
+            super().__init__(workers, observation_space, action_space)
         except BaseException:
+            # every way out of here leaves nothing behind: the actors made so far, and Ray if it was started here
             with contextlib.suppress(Exception):
                 _shutdown(workers, ray, started_ray)
             raise
-        super().__init__(workers, observation_space, action_space)
         # one finalizer closes the actors, then Ray if it was started here (close, garbage collection, exit)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, ray, started_ray)

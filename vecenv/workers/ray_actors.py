@@ -126,7 +126,11 @@ class RayWorker(MessageWorker):
         self._close_ref: Any = None
         self._location: tuple[int, str] | None = None
         self.actor: Any = None
-        self._start_actor()
+        try:
+            self._start_actor()
+        except BaseException:
+            self.kill()  # an actor made before the failure does not outlive its handle
+            raise
 
     def _start_actor(self) -> None:
         ray = self._ray
