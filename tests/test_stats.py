@@ -20,7 +20,7 @@ from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
 from tests.envs_perf import SleepEnv
 from vecenv.adapters import from_gymnasium
 from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError
-from vecenv.stats import StepStats, WorkerStats
+from vecenv.stats import StepStats, WorkerStats, thread_run_queue_seconds
 
 SLEEP = 0.004  # seconds per env step
 GAP = 0.002  # seconds the caller sleeps between steps
@@ -109,8 +109,39 @@ def test_accounts_add_up(layout: str, request: pytest.FixtureRequest) -> None:
         assert stats.wait_seconds >= env_calls * (busiest - parent_envs) * SLEEP * 0.7
         for worker in remote:  # a worker waits at least while the test sleeps
             assert worker.idle_seconds >= STEPS * GAP
+            if thread_run_queue_seconds() is not None:  # Linux: the serving thread's wait for a core is known
+                assert worker.run_queue_seconds is not None
+                assert 0 <= worker.run_queue_seconds <= worker.wall_seconds
     else:
         assert stats.wait_seconds == 0
+    assert all(worker.run_queue_seconds is None for worker in in_parent)
+
+
+@pytest.mark.parametrize("layout", ["dummy", "subproc-parent"])
+def test_calling_process_envs_idle_is_the_rest_of_its_time(layout: str, request: pytest.FixtureRequest) -> None:
+    """For the calling process's own envs, ``idle`` is the calling process's time outside their step / reset
+    calls (wall - env - data), not 0: at least the test's own sleeps, and at least the calling process's time
+    outside the vector env, sending and waiting for the worker process, none of which steps these envs."""
+    venv = _build(layout, request)
+    slept = 0.0
+    try:
+        started = time.perf_counter()
+        venv.reset()
+        for _ in range(STEPS):
+            venv.step(np.zeros(NUM_ENVS, dtype=np.int64))
+            before = time.perf_counter()
+            time.sleep(GAP)
+            slept += time.perf_counter() - before
+        stats = venv.step_stats()
+        asked = time.perf_counter()
+    finally:
+        venv.close()
+    (own,) = [worker for worker in stats.workers if worker.where == "calling process"]
+    assert own.idle_seconds >= slept >= STEPS * GAP
+    assert own.idle_seconds >= stats.outside_seconds + stats.send_seconds + stats.wait_seconds - 1e-3
+    assert own.idle_seconds <= stats.wall_seconds - stats.parent_env_seconds + 1e-3
+    assert own.idle_seconds <= asked - started - own.env_seconds
+    assert own.idle_seconds == pytest.approx(own.wall_seconds - own.env_seconds - own.data_seconds, abs=1e-9)
 
 
 def test_reset_restarts_every_account() -> None:
@@ -171,12 +202,21 @@ def test_a_vector_env_without_accounts_says_so() -> None:
 
 
 def _worker(
-    where: str, envs: range, env: float, data: float, idle: float, steps: int, cpu: float | None = None
+    where: str,
+    envs: range,
+    env: float,
+    data: float,
+    idle: float,
+    steps: int,
+    cpu: float | None = None,
+    run_queue: float | None = None,
 ) -> WorkerStats:
     """A worker's accounts; a worker process had the CPU whenever it worked unless ``cpu`` says otherwise."""
     if cpu is None and where != "calling process":
         cpu = env + data
-    return WorkerStats(where, tuple(envs), env + data + idle, env, data, idle, steps * len(envs), len(envs), 0, cpu)
+    return WorkerStats(
+        where, tuple(envs), env + data + idle, env, data, idle, steps * len(envs), len(envs), 0, cpu, run_queue
+    )
 
 
 def _stats(workers: tuple[WorkerStats, ...], **parts: float) -> StepStats:
@@ -231,11 +271,7 @@ def test_advice_follows_the_numbers() -> None:
     assert images.advice() is not None and images.advice().startswith("moving data costs the workers more")
     cpu = _stats(remote(0.9, 0.05, 0.05), wait=0.9)
     assert cpu.advice() is not None and cpu.advice().startswith("workers spend 90% of their time in env steps")
-    starved = (_worker("worker process 7", range(2), env=0.6, data=0.1, idle=0.3, steps=1000, cpu=0.35),)
-    assert _stats(starved, wait=0.9).advice() == (
-        "worker process 7 had the CPU only 50% of the time it had work: the machine is short of free cores "
-        "(other processes, or more workers than cores); try fewer workers"
-    )
+    # (the worker-off-the-CPU cases: test_advice_tells_envs_that_block_from_a_machine_short_of_cores)
     balanced = _stats(remote(0.6, 0.1, 0.3), wait=0.5, collect=0.1)
     assert balanced.advice() is None
     dummy = (_worker("calling process", range(2), env=0.5, data=0.01, idle=0.0, steps=1000),)
@@ -243,6 +279,67 @@ def test_advice_follows_the_numbers() -> None:
     assert expensive.advice() is not None and expensive.advice().startswith("envs are expensive (250 us")
     too_short = _stats((_worker("worker process 1", range(2), env=0.1, data=0.0, idle=0.9, steps=10),), wait=0.1)
     assert too_short.advice() is None and "advice" not in too_short.table()
+
+
+OFF_CPU = "worker process 7 had the CPU only 50% of the time it had work"
+SHORT_OF_CORES = (
+    f"{OFF_CPU}: the machine is short of free cores (other processes, or more workers than cores); try fewer workers"
+)
+ENVS_BLOCK = (
+    "mostly not waiting for a free core: its envs wait for something else (a sleep, I/O, an external "
+    "simulator); more workers, even more than cores, can overlap those waits"
+)
+
+
+@pytest.mark.parametrize(
+    ("cpu", "run_queue", "expected"),
+    [
+        # starved: off the CPU 0.35 s of its 0.7 s of work, 0.3 s of it waiting for a core
+        (0.35, 0.3, SHORT_OF_CORES),
+        (0.35, 0.175, SHORT_OF_CORES),  # half of the time off the CPU in the run queue: still the cores
+        # an env that sleeps (or waits for I/O, a simulator) on an idle machine: off the CPU, not queued
+        (0.35, 0.01, f"{OFF_CPU}, {ENVS_BLOCK}"),
+        (0.014, 0.02, f"worker process 7 had the CPU only 2% of the time it had work, {ENVS_BLOCK}"),
+        # no run queue known (not Linux): both causes named
+        (
+            0.35,
+            None,
+            f"{OFF_CPU}: either its envs wait for something other than the CPU (a sleep, I/O, an external "
+            "simulator; more workers, even more than cores, can overlap those waits) or the machine is short of "
+            "free cores (other processes, or more workers than cores; try fewer workers)",
+        ),
+    ],
+)
+def test_advice_tells_envs_that_block_from_a_machine_short_of_cores(
+    cpu: float, run_queue: float | None, expected: str
+) -> None:
+    def worker(cpu: float | None) -> WorkerStats:  # 0.7 s of work in 1 s
+        return _worker("worker process 7", range(2), 0.6, 0.1, 0.3, steps=1000, cpu=cpu, run_queue=run_queue)
+
+    assert _stats((worker(cpu),), wait=0.9).advice() == expected
+    # a worker that had the CPU for all its work gets the usual advice (here none) whatever its run queue says
+    assert _stats((worker(None),), wait=0.9).advice() is None
+
+
+def test_envs_that_sleep_are_not_a_shortage_of_cores() -> None:
+    """Envs that sleep 10 ms per step in two worker processes: off the CPU nearly all the time they step, but
+    not waiting for a core. Load-independent: the advice would blame the cores only if each worker waited for
+    a core for half of those 10 ms per step or more."""
+    venv = vecenv.SubprocVecEnv([partial(SleepEnv, 0.01, 1000) for _ in range(2)], n_workers=2)
+    try:
+        venv.reset()
+        for _ in range(50):
+            venv.step(np.zeros(2, dtype=np.int64))
+        stats = venv.step_stats()
+    finally:
+        venv.close()
+    advice = stats.advice()
+    assert advice is not None and advice.startswith("worker process ")
+    if thread_run_queue_seconds() is None:  # not Linux: the run queue is unknown, both causes are named
+        assert "either its envs wait for something other than the CPU" in advice
+    else:
+        assert advice.endswith(ENVS_BLOCK) and "short of free cores" not in advice
+        assert all(worker.run_queue_seconds is not None for worker in stats.workers)
 
 
 def test_run_profile_prints_the_table_after_the_summary(capsys: pytest.CaptureFixture[str]) -> None:

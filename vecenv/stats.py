@@ -27,7 +27,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["StepClock", "StepStats", "WorkerStats"]
+__all__ = ["StepClock", "StepStats", "WorkerStats", "thread_run_queue_seconds"]
+
+#: Linux's scheduler statistics of the calling thread: ``on-CPU ns, run-queue ns, time slices``
+_SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def thread_run_queue_seconds() -> float | None:
+    """Seconds the calling thread has spent ready to run but waiting for a free core, since it started (Linux's
+    ``/proc/thread-self/schedstat``), or None where the system does not say (not Linux, or no scheduler
+    statistics)."""
+    try:
+        with open(_SCHEDSTAT, "rb") as file:
+            return int(file.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -44,14 +58,19 @@ class WorkerStats:
     :param env_seconds: inside the envs' ``step`` and ``reset`` (automatic resets included).
     :param data_seconds: the rest of the worker's work on requests: actions read, observations and flags
         written, infos copied and pickled, replies sent.
-    :param idle_seconds: waiting for the next request (for the calling process's own envs: 0, see
-        :attr:`StepStats.outside_seconds`).
+    :param idle_seconds: waiting for the next request; for the calling process's own envs (DummyVecEnv,
+        ``parent_envs``), which wait for no request, the rest of the calling process's time: its own code,
+        sending, waiting for worker processes (``wall_seconds - env_seconds - data_seconds``).
     :param env_steps: env steps taken (one per env and vector step).
     :param resets: env resets (requested and automatic).
     :param episodes: episodes ended (terminated or truncated).
     :param cpu_seconds: CPU time of the worker's process over the same time (all its threads), or None for the
-        calling process's own envs. Well below ``env_seconds + data_seconds`` means the worker was kept off the
-        CPU while it had work (more busy processes than free cores).
+        calling process's own envs. Well below ``env_seconds + data_seconds`` means the worker was off the CPU
+        while it had work: waiting for a free core (see ``run_queue_seconds``), or blocked in its envs (a
+        sleep, I/O, an external simulator).
+    :param run_queue_seconds: time the worker's serving thread was ready to run but waited for a free core,
+        over the same time (Linux's scheduler statistics), or None where unknown (other systems, the calling
+        process's own envs).
     """
 
     where: str
@@ -64,6 +83,7 @@ class WorkerStats:
     resets: int
     episodes: int
     cpu_seconds: float | None = None
+    run_queue_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -160,12 +180,14 @@ class StepStats:
         """One line on what the accounts suggest, or None when they suggest nothing (or cover too little).
 
         The rules, in order: most of the time is spent outside vecenv (> 50 %: a faster vector env cannot
-        help much); a worker process had the CPU for less than 2/3 of the time it had work (too few free
-        cores); the workers wait for requests more than half the time while the calling process waits for
-        them less (envs too cheap for their worker: more envs per worker, ``parent_envs`` or DummyVecEnv);
-        moving data costs the workers more than their envs (large observations or infos); the workers are busy
-        with their envs more than 80 % of the time (more workers, if cores are free); envs in the calling
-        process cost more than 100 us per step (worker processes would run them in parallel).
+        help much); a worker process had the CPU for less than 2/3 of the time it had work: too few free cores
+        if it spent most of the rest waiting for a core (``run_queue_seconds``), envs that block (a sleep, I/O,
+        an external simulator) if it did not, either where the run queue is unknown; the workers wait for
+        requests more than half the time while the calling process waits for them less (envs too cheap for
+        their worker: more envs per worker, ``parent_envs`` or DummyVecEnv); moving data costs the workers more
+        than their envs (large observations or infos); the workers are busy with their envs more than 80 % of
+        the time (more workers, if cores are free); envs in the calling process cost more than 100 us per step
+        (worker processes would run them in parallel).
         """
         wall = self.wall_seconds
         if self.env_steps < 100 or wall <= 0:
@@ -179,13 +201,9 @@ class StepStats:
         remote_steps = sum(worker.env_steps for worker in remote)
         if remote and remote_steps:
             for worker in remote:
-                working, cpu = worker.env_seconds + worker.data_seconds, worker.cpu_seconds or 0.0
-                if working > 1.5 * cpu and working - cpu > 0.1 * worker.wall_seconds:
-                    return (
-                        f"{worker.where} had the CPU only {100 * cpu / working:.0f}% of the time it had work: the "
-                        "machine is short of free cores (other processes, or more workers than cores); try fewer "
-                        "workers"
-                    )
+                off_cpu = _off_cpu_advice(worker)
+                if off_cpu is not None:
+                    return off_cpu
             idle = sum(worker.idle_seconds for worker in remote) / sum(worker.wall_seconds for worker in remote)
             env = sum(worker.env_seconds for worker in remote)
             data = sum(worker.data_seconds for worker in remote)
@@ -215,6 +233,34 @@ class StepStats:
                 "SubprocVecEnv with one worker per core steps them in parallel"
             )
         return None
+
+
+def _off_cpu_advice(worker: WorkerStats) -> str | None:
+    """The advice for a worker process that was off the CPU for a third or more of the time it had work (and for
+    more than 10 % of its wall time), or None: the machine is short of free cores if the worker spent most of
+    that time waiting for a core (in the run queue), its envs block (a sleep, I/O, an external simulator) if it
+    did not; both possibilities where the run queue is unknown."""
+    working, cpu = worker.env_seconds + worker.data_seconds, worker.cpu_seconds or 0.0
+    off_cpu = working - cpu
+    if working <= 1.5 * cpu or off_cpu <= 0.1 * worker.wall_seconds:
+        return None
+    had = f"{worker.where} had the CPU only {100 * cpu / working:.0f}% of the time it had work"
+    queued = worker.run_queue_seconds
+    if queued is None:
+        return (
+            f"{had}: either its envs wait for something other than the CPU (a sleep, I/O, an external simulator; "
+            "more workers, even more than cores, can overlap those waits) or the machine is short of free cores "
+            "(other processes, or more workers than cores; try fewer workers)"
+        )
+    if queued >= 0.5 * off_cpu:
+        return (
+            f"{had}: the machine is short of free cores (other processes, or more workers than cores); try fewer "
+            "workers"
+        )
+    return (
+        f"{had}, mostly not waiting for a free core: its envs wait for something else (a sleep, I/O, an "
+        "external simulator); more workers, even more than cores, can overlap those waits"
+    )
 
 
 def _index_range(indices: tuple[int, ...]) -> str:

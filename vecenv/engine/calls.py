@@ -151,6 +151,7 @@ class SubEnvCalls(Recovery):
                     resets=account["resets"],
                     episodes=account["episodes"],
                     cpu_seconds=account.get("cpu_seconds"),
+                    run_queue_seconds=account.get("run_queue_seconds"),
                 )
             )
         stats = clock.summary(tuple(workers), parent_env)

@@ -37,6 +37,7 @@ group -> parent                       meaning
 from __future__ import annotations
 
 import pickle
+import threading
 import time
 import traceback
 from abc import abstractmethod
@@ -51,6 +52,7 @@ from gymnasium.vector import AutoresetMode
 from vecenv.errors import PackedException, WorkerDiedError
 from vecenv.protocol import Command
 from vecenv.spaces import batch_assign
+from vecenv.stats import thread_run_queue_seconds
 from vecenv.workers.base import Worker
 
 __all__ = ["GroupServer", "MessageWorker", "build_group", "dumps", "label"]
@@ -125,6 +127,8 @@ class GroupServer:
         """Start the accounts again from zero; they run from the next request on."""
         self.accounts_start: float | None = None
         self.cpu_start = 0.0
+        #: the serving thread and its run-queue time at the start (None where the system does not say)
+        self.run_queue_start: tuple[int, float | None] = (0, None)
         self.last_reply = 0.0
         #: seconds waiting for requests, and from a request's arrival until its reply was sent
         self.idle_seconds = self.served_seconds = 0.0
@@ -135,6 +139,7 @@ class GroupServer:
         if self.accounts_start is None:
             self.accounts_start = self.last_reply = now
             self.cpu_start = time.process_time()
+            self.run_queue_start = (threading.get_ident(), thread_run_queue_seconds())
         self.idle_seconds += now - self.last_reply
         return now
 
@@ -146,7 +151,8 @@ class GroupServer:
 
     def accounts(self, restart: bool) -> dict[str, Any]:
         """The group's accounts (:meth:`~vecenv.env_group.EnvGroup.accounts`) plus the server's: ``wall_seconds``,
-        ``idle_seconds``, ``served_seconds``, ``cpu_seconds`` (the process's CPU time; restarted too if ``restart``)."""
+        ``idle_seconds``, ``served_seconds``, ``cpu_seconds`` (the process's CPU time), ``run_queue_seconds``
+        (the serving thread's time waiting for a free core, None where unknown); restarted too if ``restart``."""
         accounts = self.group.accounts(restart)
         start = self.accounts_start
         accounts.update(
@@ -154,6 +160,11 @@ class GroupServer:
             cpu_seconds=0.0 if start is None else time.process_time() - self.cpu_start,
             idle_seconds=self.idle_seconds,
             served_seconds=self.served_seconds,
+        )
+        thread, queued_before = self.run_queue_start
+        queued_now = thread_run_queue_seconds() if thread == threading.get_ident() else None
+        accounts["run_queue_seconds"] = (
+            None if queued_now is None or queued_before is None else max(0.0, queued_now - queued_before)
         )
         if restart:
             self._restart_accounts()
