@@ -637,15 +637,18 @@ def test_member_with_pickled_objects_executes_nothing(saved, tmp_path):
     assert not marker.exists()
 
 
-def test_pickle_given_to_load_executes_nothing_and_points_to_load_sb3(tmp_path):
+def test_pickle_given_to_load_goes_through_the_restricted_unpickler(tmp_path):
     marker = tmp_path / "marker"
     path = tmp_path / "evil.pkl"
     path.write_bytes(pickle.dumps(WritesMarker(marker)))
-    with pytest.raises(NormalizationFileError, match=r"VecNormalize.load_sb3\(path, venv\)"):
+    with pytest.raises(NormalizationFileError, match=r"global pathlib.*Path\.write_text.*refused before"):
         load_box(path)
     assert not marker.exists()
-    with pytest.raises(NormalizationFileError, match="load_sb3"):
-        load_box(DATA / "sb3_cartpole_box.pkl")
+
+
+def test_the_vecenv_reader_alone_refuses_pickles(tmp_path):
+    with pytest.raises(NormalizationFileError, match=r"this reader never unpickles.*VecNormalize.load\(path, venv\)"):
+        normalize_io.read_normalization_file(DATA / "sb3_cartpole_box.pkl")
 
 
 # --- atomic save ----------------------------------------------------------------------------------------
@@ -698,10 +701,12 @@ def assert_rms_is(rms: RunningMeanStd, expected: dict[str, Any]) -> None:
     assert rms.count == expected["count"]
 
 
+@pytest.mark.parametrize("loader", ["load", "load_sb3"])
 @pytest.mark.parametrize("name", sorted(SB3_EXPECTED))
-def test_load_sb3_gives_the_statistics_sb3_saved(name, tmp_path):
+def test_load_sb3_gives_the_statistics_sb3_saved(name, loader, tmp_path):
+    """``VecNormalize.load`` (the call of SB3 code and the RL Zoo) and ``load_sb3`` read SB3's own pickles."""
     expected = SB3_EXPECTED[name]
-    vn = VecNormalize.load_sb3(DATA / name, sb3_venv(name))
+    vn = getattr(VecNormalize, loader)(DATA / name, sb3_venv(name))
     for field, value in expected["config"].items():
         assert getattr(vn, field) == value, field
     assert_rms_is(vn.ret_rms, expected["ret_rms"])
@@ -743,22 +748,25 @@ def test_load_sb3_checks_shapes():
         )
 
 
-def test_load_sb3_refuses_forbidden_globals_before_running_them(tmp_path):
+@pytest.mark.parametrize("loader", ["load", "load_sb3"])
+def test_load_sb3_refuses_forbidden_globals_before_running_them(loader, tmp_path):
     marker = tmp_path / "marker"
     evil = tmp_path / "evil.pkl"
+    load = getattr(VecNormalize, loader)
     # allowed objects first (they are built), then the payload
     evil.write_bytes(pickle.dumps([np.zeros(3), spaces.Discrete(3), WritesMarker(marker)]))
     with pytest.raises(NormalizationFileError, match=r"global pathlib.*Path.*not allowed.*refused before"):
-        VecNormalize.load_sb3(evil, DummyVecEnv(box_fns(1)))
+        load(evil, DummyVecEnv(box_fns(1)))
     assert not marker.exists()
 
     evil.write_bytes(pickle.dumps({"obs_rms": RunsCommand(f"touch {marker}")}))
     with pytest.raises(NormalizationFileError, match=r"global (posix|os|nt)\.system"):
-        VecNormalize.load_sb3(evil, DummyVecEnv(box_fns(1)))
+        load(evil, DummyVecEnv(box_fns(1)))
     assert not marker.exists()
 
 
-def test_load_sb3_refuses_a_global_hidden_from_the_scan(tmp_path):
+@pytest.mark.parametrize("loader", ["load", "load_sb3"])
+def test_load_sb3_refuses_a_global_hidden_from_the_scan(loader, tmp_path):
     """A STACK_GLOBAL whose strings the opcode scan cannot follow is still refused by find_class."""
     marker = tmp_path / "marker"
     command = f"touch {marker}".encode()
@@ -773,7 +781,7 @@ def test_load_sb3_refuses_a_global_hidden_from_the_scan(tmp_path):
     evil = tmp_path / "evil.pkl"
     evil.write_bytes(payload)
     with pytest.raises(NormalizationFileError, match=r"global posix\.system"):
-        VecNormalize.load_sb3(evil, DummyVecEnv(box_fns(1)))
+        getattr(VecNormalize, loader)(evil, DummyVecEnv(box_fns(1)))
     assert not marker.exists()
 
 

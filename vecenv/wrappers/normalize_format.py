@@ -307,7 +307,7 @@ def read_normalization_file(path: str | os.PathLike[str]) -> NormalizationState:
     :param path: the file (``str`` or :class:`os.PathLike`).
     :return: the saved state.
     :raises NormalizationFileError: if the file is an SB3 pickle (the message names
-        :meth:`VecNormalize.load_sb3 <vecenv.VecNormalize.load_sb3>`), not a vecenv normalization file,
+        :meth:`VecNormalize.load <vecenv.VecNormalize.load>`, which reads it), not a vecenv normalization file,
         truncated, corrupt, modified, or holds pickled objects.
     :raises OSError: if the file cannot be opened.
     """
@@ -316,9 +316,9 @@ def read_normalization_file(path: str | os.PathLike[str]) -> NormalizationState:
     if data[:1] == _PICKLE_PROTO:
         raise load_error(
             path,
-            "this is a pickle, probably written by Stable-Baselines3's VecNormalize.save. VecNormalize.load never "
-            "unpickles; import a Stable-Baselines3 file with vecenv.VecNormalize.load_sb3(path, venv) (a restricted "
-            "unpickler, SB3 not needed), then save it in vecenv's format with .save(path).",
+            "this is a pickle, probably written by Stable-Baselines3's VecNormalize.save; this reader never "
+            "unpickles. vecenv.VecNormalize.load(path, venv) reads Stable-Baselines3 pickles through a restricted "
+            "unpickler (as VecNormalize.load_sb3 and read_sb3_pickle do; SB3 not needed).",
         )
     if data[:4] != ZIP_MAGIC:
         what = "an empty file" if not data else f"a file starting with {data[:8]!r}"

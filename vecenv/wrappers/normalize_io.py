@@ -2,7 +2,8 @@
 
 - :mod:`vecenv.wrappers.normalize_format`: vecenv's pickle-free file format (written by
   :meth:`VecNormalize.save <vecenv.VecNormalize.save>`), its writer, and its validating reader;
-- :mod:`vecenv.wrappers.sb3_pickle`: the restricted unpickler that imports Stable-Baselines3 pickles;
+- :mod:`vecenv.wrappers.sb3_pickle`: the restricted unpickler that imports Stable-Baselines3 pickles, and the
+  writer of SB3's pickle format;
 - :mod:`vecenv.wrappers.normalize_state`: what both hold (:class:`NormalizationState`) and the checks
   of saved statistics against observation spaces.
 

@@ -1,4 +1,4 @@
-"""Import of Stable-Baselines3 ``VecNormalize`` pickles, without SB3 and without running code from the file.
+"""Stable-Baselines3 ``VecNormalize`` pickles, read and written without SB3 and without running code from a file.
 
 SB3's ``VecNormalize.save`` pickles the whole wrapper. :func:`read_sb3_state` reads such a file
 without SB3, with a :class:`pickle.Unpickler` whose ``find_class`` admits only the globals such a
@@ -10,6 +10,10 @@ does not import the wrapper). The opcodes are first scanned without executing an
 :class:`~vecenv.wrappers.normalize_state.NormalizationFileError` before unpickling starts. A global
 hidden from the scan is refused by ``find_class`` when the unpickler reaches it, so only the allowed
 callables can ever run.
+
+:func:`encode_sb3_pickle` writes the other direction: the pickle SB3's ``save`` would write for a
+wrapper with the same attributes, naming SB3's classes (SB3 need not be installed), so SB3's
+``VecNormalize.load`` reads it. It holds only globals :func:`allowed_globals` admits, so vecenv reads it too.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import IO, Any, cast
 import numpy as np
 from gymnasium import spaces
 
+from vecenv.atomic import atomic_write_bytes
 from vecenv.running_mean_std import RunningMeanStd
 from vecenv.wrappers.normalize_format import ZIP_MAGIC
 from vecenv.wrappers.normalize_state import (
@@ -43,8 +48,11 @@ __all__ = [
     "SB3_VEC_NORMALIZE",
     "RestrictedUnpickler",
     "allowed_globals",
+    "encode_sb3_pickle",
+    "is_pickle",
     "read_sb3_state",
     "scan_pickle_globals",
+    "write_sb3_pickle",
 ]
 
 #: ``(module, name)`` of SB3's ``VecNormalize`` as a pickle names it.
@@ -297,3 +305,154 @@ def read_sb3_state(path: str | os.PathLike[str], vec_normalize_class: type) -> N
     if config["norm_obs"] and obs_rms is None:
         raise load_error(path, "norm_obs is True but the pickle holds no observation statistics (obs_rms).")
     return state
+
+
+#: The first byte of every pickle of protocol 2 or later (the PROTO opcode); SB3 writes protocol 4 or 5.
+PICKLE_MAGIC = b"\x80"
+
+
+def is_pickle(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``path`` starts like a pickle (protocol 2 or later), as SB3's ``VecNormalize.save`` writes.
+
+    :param path: the file (``str`` or :class:`os.PathLike`).
+    :return: True if its first byte is pickle's PROTO opcode (vecenv's own files start with ``b"PK"``).
+    :raises OSError: if the file cannot be opened.
+    """
+    with open(path, "rb") as file:
+        return file.read(1) == PICKLE_MAGIC
+
+
+# --- writing --------------------------------------------------------------------------------------------
+
+
+class _Sb3Object:
+    """An object that is pickled as an instance of the SB3 class :data:`_SB3_CLASS_NAMES` names for its type.
+
+    Unpickling calls that class's ``__setstate__`` with these attributes (or updates ``__dict__``), as for
+    an object SB3 pickled itself.
+    """
+
+    def __init__(self, attributes: Mapping[str, Any]) -> None:
+        self.__dict__.update(attributes)
+
+
+class _Sb3VecNormalize(_Sb3Object):
+    pass
+
+
+class _Sb3RunningMeanStd(_Sb3Object):
+    pass
+
+
+_SB3_CLASS_NAMES: dict[type, tuple[str, str]] = {
+    _Sb3VecNormalize: SB3_VEC_NORMALIZE,
+    _Sb3RunningMeanStd: SB3_RUNNING_MEAN_STD,
+}
+#: SB3 2.9's ``VecNormalize.save`` writes the default protocol of Python 3.8 to 3.13; every Python 3 reads it.
+_SB3_PROTOCOL = 4
+
+
+class _Sb3NamePickler(pickle._Pickler):
+    """pickle's pure-Python pickler, writing the stand-in classes under SB3's module and class names.
+
+    A pickler writes a class by reference only after importing it by that name and finding the same
+    object, which would need SB3 installed (and then the stand-ins would not be SB3's classes); the C
+    pickler offers no hook for a class reference. This subclass writes the two stand-ins by name, with
+    the opcodes ``pickle`` itself uses for a class reference at protocol 4 (``STACK_GLOBAL``), and
+    everything else exactly as ``pickle.dumps`` would.
+    """
+
+    def save_global(self, obj: Any, name: str | None = None) -> None:
+        names = _SB3_CLASS_NAMES.get(obj) if isinstance(obj, type) else None
+        if names is None:
+            base: Any = super()
+            base.save_global(obj, name)
+            return
+        pickler: Any = self  # save / write / memoize are not in typeshed's _Pickler
+        pickler.save(names[0])
+        pickler.save(names[1])
+        pickler.write(pickle.STACK_GLOBAL)
+        pickler.memoize(obj)
+
+
+def _sb3_rms_standin(rms: RunningMeanStd) -> _Sb3RunningMeanStd:
+    return _Sb3RunningMeanStd(
+        {"mean": np.array(rms.mean, dtype=np.float64), "var": np.array(rms.var, dtype=np.float64), "count": rms.count}
+    )
+
+
+def _sb3_attributes(vec_normalize: Any) -> dict[str, Any]:
+    """The attributes SB3 2.9's ``VecNormalize.__getstate__`` returns for a wrapper like ``vec_normalize``, in
+    SB3's order: those of ``VecEnv.__init__``, then ``VecNormalize.__init__``'s (``venv``, ``class_attributes``
+    and ``returns`` are dropped, as SB3 does; ``old_obs`` is left out and ``old_reward`` is empty, as in a
+    wrapper that has not stepped)."""
+    num_envs = int(vec_normalize.num_envs)
+    attributes: dict[str, Any] = {
+        "num_envs": num_envs,
+        "observation_space": vec_normalize.observation_space,
+        "action_space": vec_normalize.action_space,
+        "reset_infos": [{} for _ in range(num_envs)],
+        "_seeds": [None for _ in range(num_envs)],
+        "_options": [{} for _ in range(num_envs)],
+        "render_mode": vec_normalize.render_mode,
+        "metadata": {"render_modes": list(vec_normalize.metadata.get("render_modes", []))},
+        "norm_obs": bool(vec_normalize.norm_obs),
+        "norm_obs_keys": None if vec_normalize.norm_obs_keys is None else list(vec_normalize.norm_obs_keys),
+    }
+    obs_rms = vec_normalize.__dict__.get("obs_rms")
+    if isinstance(obs_rms, dict):
+        attributes["obs_spaces"] = vec_normalize.observation_space.spaces
+        attributes["obs_rms"] = {key: _sb3_rms_standin(rms) for key, rms in obs_rms.items()}
+    elif obs_rms is not None:
+        attributes["obs_rms"] = _sb3_rms_standin(obs_rms)
+    attributes["ret_rms"] = _sb3_rms_standin(vec_normalize.ret_rms)
+    for field in ("clip_obs", "clip_reward", "gamma", "epsilon"):
+        attributes[field] = float(getattr(vec_normalize, field))
+    attributes["training"] = bool(vec_normalize.training)
+    attributes["norm_reward"] = bool(vec_normalize.norm_reward)
+    attributes["old_reward"] = np.array([])
+    return attributes
+
+
+def encode_sb3_pickle(vec_normalize: Any) -> bytes:
+    """The bytes of the pickle Stable-Baselines3 2.9's ``VecNormalize.save`` writes for ``vec_normalize``.
+
+    The pickle holds an instance of ``stable_baselines3.common.vec_env.vec_normalize.VecNormalize``
+    whose attributes are those SB3's ``__getstate__`` gives (``num_envs``, ``observation_space``,
+    ``action_space``, ``reset_infos``, ``_seeds``, ``_options``, ``render_mode``, ``metadata``,
+    ``norm_obs``, ``norm_obs_keys``, ``obs_spaces`` for a Dict space, ``obs_rms``, ``ret_rms``,
+    ``clip_obs``, ``clip_reward``, ``gamma``, ``epsilon``, ``training``, ``norm_reward``,
+    ``old_reward``), the statistics being instances of
+    ``stable_baselines3.common.running_mean_std.RunningMeanStd`` (``mean``, ``var``: float64 arrays;
+    ``count``: float). SB3 is not imported. Protocol 4.
+
+    :param vec_normalize: the wrapper (vecenv's :class:`~vecenv.VecNormalize`).
+    :return: the pickle.
+    :raises ValueError: if the pickle would name a global :func:`allowed_globals` refuses (a space of a
+        class other than gymnasium's Box, Dict, Discrete, MultiBinary, MultiDiscrete and Tuple): vecenv
+        could not read the file back.
+    """
+    buffer = io.BytesIO()
+    _Sb3NamePickler(buffer, protocol=_SB3_PROTOCOL).dump(_Sb3VecNormalize(_sb3_attributes(vec_normalize)))
+    data = buffer.getvalue()
+    named = set(scan_pickle_globals(data))
+    refused = sorted(f"{module}.{name}" for module, name in named - set(allowed_globals(_Sb3VecNormalize)))
+    if refused:
+        raise ValueError(
+            f"Cannot save VecNormalize statistics in SB3's format: the pickle would reference {', '.join(refused)} "
+            "(from the observation or action space), which VecNormalize.load refuses to import; only gymnasium's "
+            "Box, Dict, Discrete, MultiBinary, MultiDiscrete and Tuple spaces are allowed. Save in vecenv's format "
+            "(the default) instead."
+        )
+    return data
+
+
+def write_sb3_pickle(path: str | os.PathLike[str], vec_normalize: Any) -> None:
+    """Write :func:`encode_sb3_pickle` of ``vec_normalize`` to ``path``, atomically.
+
+    :param path: the destination (``str`` or :class:`os.PathLike`); written as given, no extension added.
+    :param vec_normalize: the wrapper (vecenv's :class:`~vecenv.VecNormalize`).
+    :raises ValueError: see :func:`encode_sb3_pickle` (nothing is written).
+    :raises OSError: if the file cannot be written (any previous file is left unchanged).
+    """
+    atomic_write_bytes(path, encode_sb3_pickle(vec_normalize))

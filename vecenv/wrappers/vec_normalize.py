@@ -2,18 +2,21 @@
 
 The wrapper follows SB3 2.9 call for call. Saving differs: :meth:`VecNormalize.save` writes a
 pickle-free file (numpy arrays + JSON, described in :mod:`vecenv.wrappers.normalize_format`) that
-:meth:`VecNormalize.load` reads without ever executing code. Pickles written by SB3 are imported with
-:meth:`VecNormalize.load_sb3`.
+:meth:`VecNormalize.load` reads without ever executing code. ``save(path, format="sb3")`` (or
+:meth:`VecNormalize.save_sb3`) writes SB3's pickle instead, for SB3 to load. :meth:`VecNormalize.load`
+also reads SB3's pickles, through the restricted unpickler of :mod:`vecenv.wrappers.sb3_pickle`
+(as :meth:`VecNormalize.load_sb3` does).
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -31,9 +34,15 @@ from vecenv.wrappers.normalize_state import (
     check_space_matches,
     describe_space,
 )
-from vecenv.wrappers.sb3_pickle import read_sb3_state
+from vecenv.wrappers.sb3_pickle import is_pickle, read_sb3_state, write_sb3_pickle
 
 __all__ = ["NormalizationFileError", "VecNormalize", "sync_envs_normalization", "unwrap_vec_normalize"]
+
+logger = logging.getLogger(__name__)
+
+#: What :meth:`VecNormalize.save` can write: vecenv's pickle-free file, or Stable-Baselines3's pickle.
+SaveFormat = Literal["vecenv", "sb3"]
+_SAVE_FORMATS = ("vecenv", "sb3")
 
 _SB3_VEC_NORMALIZE = "stable_baselines3.common.vec_env.vec_normalize.VecNormalize"
 
@@ -380,20 +389,50 @@ class VecNormalize(VecEnvWrapper):
             "norm_obs_keys": None if self.norm_obs_keys is None else list(self.norm_obs_keys),
         }
 
-    def save(self, save_path: str | os.PathLike[str]) -> None:
-        """Save the statistics and configuration to ``save_path``, atomically, in vecenv's pickle-free format.
+    def save(self, save_path: str | os.PathLike[str], *, format: SaveFormat | None = None) -> None:
+        """Save the statistics and configuration to ``save_path``, atomically: in vecenv's pickle-free format
+        (the default) or, with ``format="sb3"``, as the pickle Stable-Baselines3's ``save`` writes.
 
         Saved: ``obs_rms`` (if present), ``ret_rms``, ``training``, ``norm_obs``, ``norm_reward``,
-        ``clip_obs``, ``clip_reward``, ``gamma``, ``epsilon``, ``norm_obs_keys`` and a description of the
-        observation space. Not saved (as SB3's pickle would): the wrapped env, ``returns``, ``old_obs``,
+        ``clip_obs``, ``clip_reward``, ``gamma``, ``epsilon``, ``norm_obs_keys`` and the observation
+        space. Not saved (as SB3's pickle would): the wrapped env, ``returns``, ``old_obs``,
         ``old_reward``. The file is written to a temporary file in the same folder and renamed over
-        ``save_path``, so an interrupted save leaves any previous file intact. The format is described
-        in :mod:`vecenv.wrappers.normalize_format`; :meth:`load` reads it.
+        ``save_path``, so an interrupted save leaves any previous file intact. :meth:`load` reads both
+        formats.
+
+        - ``"vecenv"`` (default): numpy arrays and JSON, described in :mod:`vecenv.wrappers.normalize_format`;
+          loading it can never run code. SB3's ``VecNormalize.load`` cannot read it (it raises
+          ``UnpicklingError``).
+        - ``"sb3"``: the pickle SB3 2.9's ``VecNormalize.save`` writes for the same wrapper (an instance of
+          ``stable_baselines3.common.vec_env.vec_normalize.VecNormalize``; SB3 is not imported), for SB3,
+          the RL Zoo or a model hub to load. Same as :meth:`save_sb3`.
+
+        With ``format`` left out, the vecenv format is written whatever the file name; a ``save_path``
+        ending in ``.pkl`` (the name SB3 code uses) then warns that SB3 cannot read the file. Pass
+        ``format="vecenv"`` to keep that name without the warning.
 
         :param save_path: the file to write (``str`` or :class:`pathlib.Path`), used as given (no extension added).
-        :raises TypeError: if ``norm_obs_keys`` or the Dict keys are neither strings nor integers.
+        :param format: ``"vecenv"`` or ``"sb3"`` (keyword only); None: ``"vecenv"``.
+        :raises ValueError: if ``format`` is another value, or (``"sb3"``) if the observation or action space
+            is not one of gymnasium's Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple (vecenv could not
+            load the pickle back); nothing is written.
+        :raises TypeError: (``"vecenv"``) if ``norm_obs_keys`` or the Dict keys are neither strings nor integers.
         :raises OSError: if the file cannot be written (any previous file is left unchanged).
         """
+        if format is not None and format not in _SAVE_FORMATS:
+            raise ValueError(f"format must be one of {_SAVE_FORMATS} (or None for 'vecenv'), got {format!r}")
+        if format == "sb3":
+            write_sb3_pickle(save_path, self)
+            return
+        if format is None and os.fspath(save_path).lower().endswith(".pkl"):
+            warnings.warn(
+                "VecNormalize.save writes vecenv's pickle-free format, also to a '.pkl' file: vecenv's "
+                "VecNormalize.load reads it, but Stable-Baselines3 (and the RL Zoo, a model hub) cannot "
+                "(UnpicklingError). Pass format='sb3' (or call save_sb3) to write SB3's pickle, or "
+                "format='vecenv' to keep vecenv's format without this warning.",
+                UserWarning,
+                stacklevel=2,
+            )
         obs_rms = self.__dict__.get("obs_rms")
         state = NormalizationState(
             config=self._config(),
@@ -402,6 +441,23 @@ class VecNormalize(VecEnvWrapper):
             ret_rms=self.ret_rms,
         )
         write_normalization_file(save_path, state)
+
+    def save_sb3(self, save_path: str | os.PathLike[str]) -> None:
+        """Save as the pickle Stable-Baselines3's ``VecNormalize.save`` writes (``save(path, format="sb3")``).
+
+        SB3's ``VecNormalize.load(save_path, venv)`` (SB3 >= 2.0), the RL Zoo and vecenv's :meth:`load`
+        read the file. It holds an instance of ``stable_baselines3.common.vec_env.vec_normalize.VecNormalize``
+        with the attributes SB3's ``__getstate__`` gives, its statistics as SB3 ``RunningMeanStd`` objects
+        (float64 ``mean`` / ``var``, float ``count``), numpy arrays and gymnasium spaces; written with pickle
+        protocol 4 and without importing SB3. As with any SB3 pickle, loading it with SB3 unpickles it: only
+        load files you trust there.
+
+        :param save_path: the file to write (``str`` or :class:`pathlib.Path`), used as given (no extension added).
+        :raises ValueError: if the observation or action space is not one of gymnasium's Box, Dict, Discrete,
+            MultiBinary, MultiDiscrete, Tuple (vecenv could not load the pickle back); nothing is written.
+        :raises OSError: if the file cannot be written (any previous file is left unchanged).
+        """
+        write_sb3_pickle(save_path, self)
 
     @staticmethod
     def _from_state(state: NormalizationState, venv: VecEnv) -> VecNormalize:
@@ -425,21 +481,27 @@ class VecNormalize(VecEnvWrapper):
 
     @staticmethod
     def load(load_path: str | os.PathLike[str], venv: VecEnv) -> VecNormalize:
-        """Load statistics and configuration saved by :meth:`save` and wrap ``venv`` with them.
+        """Load statistics and configuration saved by :meth:`save` (either format) or by SB3, and wrap ``venv``.
 
-        Nothing in the file is executed: it holds numpy arrays (read with ``allow_pickle=False``) and
-        JSON. Note that ``training`` is restored as saved: set ``training = False`` (and usually
-        ``norm_reward = False``) to evaluate.
+        A vecenv file holds numpy arrays (read with ``allow_pickle=False``) and JSON: nothing in it is
+        executed. A pickle (a file starting with pickle's protocol byte ``0x80``, as SB3's
+        ``VecNormalize.save`` and ``save(path, format="sb3")`` write) is read as :meth:`load_sb3` reads it,
+        by the restricted unpickler that builds nothing outside its allow-list, and the import is logged
+        (logger ``vecenv.wrappers.vec_normalize``, level INFO). Note that ``training`` is restored as
+        saved: set ``training = False`` (and usually ``norm_reward = False``) to evaluate.
 
-        :param load_path: the file written by :meth:`save` (``str`` or :class:`pathlib.Path`).
+        :param load_path: the file written by :meth:`save` or by SB3 (``str`` or :class:`pathlib.Path`).
         :param venv: the vectorized environment to wrap; its observation space must match the saved one.
         :return: a new :class:`VecNormalize` around ``venv``.
         :raises NormalizationFileError: (a ValueError) if the file is truncated, corrupt, modified, holds
-            pickled objects, or is an SB3 pickle (the message points to :meth:`load_sb3`).
+            pickled objects inside a vecenv file, or is a pickle that names a global outside the allow-list
+            (refused before anything in it runs) or holds no SB3 VecNormalize.
         :raises ValueError: if the observation shapes or Dict keys of ``venv`` differ from the saved
             ones (the message names the key, the saved shape and the env's shape).
         :raises OSError: if the file cannot be read.
         """
+        if is_pickle(load_path):
+            return VecNormalize.load_sb3(load_path, venv)
         return VecNormalize._from_state(read_normalization_file(load_path), venv)
 
     @staticmethod
@@ -450,7 +512,8 @@ class VecNormalize(VecEnvWrapper):
         generators, gymnasium spaces, ``collections.OrderedDict`` and SB3's ``VecNormalize`` and
         ``RunningMeanStd`` classes (mapped onto vecenv's); any other global is refused before it can run.
         The configuration and statistics are then taken from it, exactly as SB3 saved them. Call
-        :meth:`save` on the result to convert the file to vecenv's format.
+        :meth:`save` on the result to convert the file to vecenv's format. :meth:`load` does the same for a
+        pickle; the import is logged (logger ``vecenv.wrappers.vec_normalize``, level INFO).
 
         :param load_path: the ``.pkl`` file written by SB3's ``VecNormalize.save`` (``str`` or :class:`pathlib.Path`).
         :param venv: the vectorized environment to wrap; its observation space must match the saved one.
@@ -460,7 +523,13 @@ class VecNormalize(VecEnvWrapper):
         :raises ValueError: if the observation shapes or Dict keys of ``venv`` differ from the saved ones.
         :raises OSError: if the file cannot be read.
         """
-        return VecNormalize._from_state(read_sb3_state(load_path, VecNormalize), venv)
+        state = read_sb3_state(load_path, VecNormalize)
+        logger.info(
+            "Imported the Stable-Baselines3 VecNormalize pickle %s with the restricted unpickler (only numpy "
+            "arrays, gymnasium spaces and SB3's VecNormalize / RunningMeanStd were built)",
+            os.fspath(load_path),
+        )
+        return VecNormalize._from_state(state, venv)
 
 
 def unwrap_vec_normalize(env: VecEnv) -> VecNormalize | None:
