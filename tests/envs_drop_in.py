@@ -79,6 +79,41 @@ class SleepEnv(gym.Env):
         return np.zeros(1, dtype=np.float32), float(action * 2), False, False, {"action_type": type(action).__name__}
 
 
+class RecordActions(gym.Wrapper):
+    """Records every action its env is given, as :class:`RecordingEnv` does (``actions_seen``), and seeds the
+    env's action space on ``reset(seed=s)``: SB3's identity envs draw their states from their action space, so
+    their episodes then repeat under the same seeds whatever vector env runs them."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.actions_seen: list[tuple[str, str | None, str]] = []
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        if seed is not None:
+            self.env.unwrapped.action_space.seed(seed)
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        dtype = getattr(action, "dtype", None)
+        self.actions_seen.append((type(action).__name__, None if dtype is None else dtype.name, repr(action)))
+        return self.env.step(action)  # type: ignore[return-value]
+
+
+def make_sb3_identity(kind: str, ep_length: int = 8) -> RecordActions:
+    """One of Stable-Baselines3's identity envs (``stable_baselines3.common.envs``, whose action space is its
+    observation space), recording its actions: ``kind`` is "discrete" (``Discrete(3)``), "box" (``Box(-1, 1,
+    (1,))``), "multidiscrete" (``MultiDiscrete([3, 3])``) or "multibinary" (``MultiBinary(4)``)."""
+    from stable_baselines3.common import envs as sb3_envs
+
+    builders = {
+        "discrete": lambda: sb3_envs.IdentityEnv(3, ep_length=ep_length),
+        "box": lambda: sb3_envs.IdentityEnvBox(ep_length=ep_length),
+        "multidiscrete": lambda: sb3_envs.IdentityEnvMultiDiscrete(3, ep_length=ep_length),
+        "multibinary": lambda: sb3_envs.IdentityEnvMultiBinary(4, ep_length=ep_length),
+    }
+    return RecordActions(builders[kind]())
+
+
 def make_recording(offset: int = 0, **kwargs: Any) -> RecordingEnv:
     return RecordingEnv(offset, **kwargs)
 

@@ -77,6 +77,11 @@ CASES = [
     (spaces.MultiDiscrete([2, 3]), np.array([[1, 2, 0], [1, 0, 0]]), r"must have shape \(2, 2\).*got shape \(2, 3\)"),
     (spaces.MultiBinary(3), np.array([[0, 1, 2], [0, 0, 0]]), r"out of range .*envs \[0\]"),
     (spaces.MultiBinary(3), np.full((2, 3), 0.5), r"must be integers, got dtype float64"),
+    (
+        spaces.MultiBinary(3),
+        np.array([[0, 1, 1], [0, 2, 0]], np.float32),
+        r"must be integers, got dtype float32 with values other than 0 and 1 .*: envs \[1\] got \[\[0.0, 2.0, 0.0\]\]",
+    ),
     (spaces.Box(-1, 1, (2,), np.float32), np.zeros((2, 3)), r"must have shape \(2, 2\).*got shape \(2, 3\)"),
     (spaces.Box(-1, 1, (2,), np.float32), np.array([["a", "b"], ["c", "d"]]), r"must be real numbers, got dtype <U1"),
     (spaces.Dict({"d": DISCRETE}), {"d": np.array([1, 9])}, r"actions\['d'\] out of range .*envs \[1\] got \[9\]"),
@@ -112,6 +117,44 @@ def test_good_actions_in_every_accepted_layout_pass_the_check():
         check(actions, 2)
     make_actions_checker(spaces.MultiBinary(2))(np.array([[True, False], [False, False]]), 2)
     make_actions_checker(spaces.Box(-1, 1, (2,)))(np.array([[1, 0], [0, 1]], np.int32), 2)  # ints cast to float
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.float16, np.bool_, np.int8, np.uint8, np.int64, np.complex64]
+)
+@pytest.mark.parametrize("num_envs", [2, 100], ids=["small-batch", "large-batch"])
+def test_multibinary_accepts_any_numeric_dtype_whose_values_are_0_or_1(dtype, num_envs):
+    """As Gymnasium's ``MultiBinary.contains`` (SB3's PPO / A2C send float32 ``0.`` / ``1.``, Bernoulli samples);
+    batches over 256 values take the vectorized path."""
+    space = spaces.MultiBinary(4)
+    batch = (np.arange(num_envs * 4).reshape(num_envs, 4) % 3 == 0).astype(dtype)
+    assert all(space.contains(row) for row in batch)  # the peer's rule
+    make_actions_checker(space)(batch, num_envs)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "message"),
+    [
+        (np.float32, 0.5, r"must be integers, got dtype float32 with values other than 0 and 1"),
+        (np.float64, 2.0, r"must be integers, got dtype float64 with values other than 0 and 1"),
+        (np.float64, -1.0, r"must be integers, got dtype float64 with values other than 0 and 1"),
+        (np.float64, np.nan, r"must be integers, got dtype float64 with values other than 0 and 1"),
+        (np.float16, np.inf, r"must be integers, got dtype float16 with values other than 0 and 1"),
+        (np.complex64, 1j, r"must be integers, got dtype complex64 with values other than 0 and 1"),
+        (np.int64, 2, r"out of range for action space MultiBinary\(4\)"),
+        (np.int8, -1, r"out of range for action space MultiBinary\(4\)"),
+    ],
+)
+@pytest.mark.parametrize("num_envs", [2, 100], ids=["small-batch", "large-batch"])
+def test_multibinary_values_other_than_0_or_1_are_refused(dtype, value, message, num_envs):
+    space = spaces.MultiBinary(4)
+    bad = np.ones((num_envs, 4), dtype)
+    bad[num_envs - 1, 2] = value
+    assert not space.contains(bad[num_envs - 1])
+    with pytest.raises(ValueError, match=message) as info:
+        make_actions_checker(space)(bad, num_envs)
+    assert f"envs [{num_envs - 1}] got [{bad[num_envs - 1].tolist()}]" in str(info.value)
+    assert "for action space MultiBinary(4)" in str(info.value)
 
 
 def test_partial_batch_send_checks_actions(make_venv):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -110,6 +111,56 @@ def test_gymnasium_classes_deliver_discrete_actions_in_the_callers_dtype(name, d
     assert expected[1][0][0][:2] == (f"{np.dtype(dtype).name}", np.dtype(dtype).name)
 
 
+#: MultiBinary(4) batches as trainers send them: SB3's PPO / A2C float32 Bernoulli samples, and other dtypes
+MULTIBINARY_DTYPES = [np.float32, np.float64, np.bool_, np.int8, np.int64]
+
+
+def multibinary_batches(dtype: Any) -> list[np.ndarray]:
+    return [((np.arange(N * 4).reshape(N, 4) + k) % 3 == 0).astype(dtype) for k in range(4)]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", list(GYM_BUILDERS))
+@pytest.mark.parametrize("dtype", MULTIBINARY_DTYPES)
+def test_gymnasium_classes_deliver_multibinary_rows_of_any_dtype_as_gymnasium(name, dtype):
+    fns = recording_fns(action_space=spaces.MultiBinary(4))
+    batches = multibinary_batches(dtype)
+    mode = gym_mode(name)
+    expected = gym_script(gym.vector.SyncVectorEnv(fns, autoreset_mode=mode), batches)
+    assert gym_script(GYM_BUILDERS[name](fns, mode), batches) == expected
+    # what Gymnasium does, spelled out: env i gets row i unchanged (iterate over the batch), in the caller's dtype;
+    # the episodes end after 3 steps, so in NEXT_STEP mode the 4th step resets the envs instead of stepping them
+    stepped = batches if mode is AutoresetMode.SAME_STEP else batches[:3]
+    assert expected[1] == [[row_record(batch[i]) for batch in stepped] for i in range(N)]
+    assert expected[1][0][0][:2] == ("ndarray", np.dtype(dtype).name)
+
+
+@pytest.mark.timeout(60)
+def test_gymnasium_async_delivers_float_multibinary_rows_as_gymnasiums_async_vector_env():
+    fns = recording_fns(action_space=spaces.MultiBinary(4))
+    batches = multibinary_batches(np.float32)
+    mode = AutoresetMode.NEXT_STEP
+    peer = gym.vector.AsyncVectorEnv(fns, context=DEFAULT_START_METHOD, autoreset_mode=mode)
+    assert gym_script(GYM_BUILDERS["async"](fns, mode), batches) == gym_script(peer, batches)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["sync", "async"])
+def test_gymnasium_classes_refuse_multibinary_values_other_than_0_or_1(name):
+    envs = GYM_BUILDERS[name](recording_fns(action_space=spaces.MultiBinary(4)), AutoresetMode.NEXT_STEP)
+    try:
+        envs.reset(seed=0)
+        for bad, message in (
+            (np.full((N, 4), 0.5, np.float32), "must be integers, got dtype float32 with values other than 0 and 1"),
+            (np.full((N, 4), 2, np.int64), "out of range for action space MultiBinary(4)"),
+        ):
+            with pytest.raises(ValueError, match=re.escape(message)):
+                envs.step(bad)
+        assert list(envs.get_attr("actions_seen")) == [[]] * N
+    finally:
+        envs.close()
+
+
 @pytest.mark.timeout(60)
 def test_gymnasium_async_matches_gymnasiums_async_vector_env():
     """Gymnasium's AsyncVectorEnv (pickled rows, both reset keywords) is the peer of vecenv's."""
@@ -196,6 +247,18 @@ def test_sb3_classes_reset_as_sb3_and_deliver_the_callers_rows(name, batches):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", list(SB3_BUILDERS))
+@pytest.mark.parametrize("dtype", MULTIBINARY_DTYPES)
+def test_sb3_classes_deliver_multibinary_rows_of_any_dtype_as_sb3(name, dtype):
+    """SB3's DummyVecEnv steps env i with ``actions[i]``, its SubprocVecEnv sends ``actions[i]`` through a pipe:
+    the row unchanged, in the caller's dtype (float32 ``0.`` / ``1.`` from PPO / A2C)."""
+    batches = multibinary_batches(dtype)
+    resets, actions = sb3_script(SB3_BUILDERS[name](recording_fns(action_space=spaces.MultiBinary(4))), batches)
+    assert resets[1] == SB3_RESETS
+    assert actions == [[row_record(batch[i]) for batch in batches] for i in range(N)]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", list(SB3_BUILDERS))
 def test_an_env_that_uses_its_action_as_a_python_number_gets_the_callers_value(name):
     venv = SB3_BUILDERS[name]([make_sleep, make_sleep])
     try:
@@ -215,10 +278,16 @@ def test_sb3_classes_call_envs_as_sb3_does(name):
     from stable_baselines3.common import vec_env as sb3_vec_env
 
     peer_cls = {"dummy": sb3_vec_env.DummyVecEnv, "subproc": sb3_vec_env.SubprocVecEnv}[name]
-    for batches in (box_batches(np.float64), box_batches(np.float32)):
+    multibinary = spaces.MultiBinary(4)
+    for batches, space in (
+        (box_batches(np.float64), None),
+        (box_batches(np.float32), None),
+        (multibinary_batches(np.float32), multibinary),
+        (multibinary_batches(np.float64), multibinary),
+    ):
         kwargs = {"start_method": DEFAULT_START_METHOD} if name == "subproc" else {}
-        expected = sb3_script(peer_cls(recording_fns(), **kwargs), batches)
-        assert sb3_script(SB3_BUILDERS[name](recording_fns()), batches) == expected
+        expected = sb3_script(peer_cls(recording_fns(action_space=space), **kwargs), batches)
+        assert sb3_script(SB3_BUILDERS[name](recording_fns(action_space=space)), batches) == expected
 
 
 # --- SB3's Monitor and vecenv's stand for each other in env_is_wrapped --------------------------------------

@@ -5,11 +5,14 @@ The SB3 tests need stable-baselines3 (and torch); they are skipped when it is no
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
+import numpy as np
 import pytest
 
 HAS_SB3 = importlib.util.find_spec("stable_baselines3") is not None
@@ -88,3 +91,137 @@ def test_ppo_trains_on_subproc_vec_env():
         """
     )
     assert out.split() == ["128", "True", "True"]
+
+
+# --- the actions SB3's algorithms send are accepted, and reach the envs as with SB3's own vector envs ----------
+
+
+def sb3_identity_venv(vec_env: str, kind: str) -> Any:
+    """Two recording SB3 identity envs (:func:`tests.envs_drop_in.make_sb3_identity`) in ``vec_env``: "vecenv-dummy",
+    "vecenv-subproc", "sb3-dummy" or "sb3-subproc" (SB3's own classes, the peers)."""
+    from stable_baselines3.common import vec_env as sb3_vec_env
+
+    import vecenv
+    from tests.conftest import DEFAULT_START_METHOD
+    from tests.envs_drop_in import make_sb3_identity
+
+    fns = [functools.partial(make_sb3_identity, kind)] * 2
+    classes = {
+        "vecenv-dummy": vecenv.DummyVecEnv,
+        "vecenv-subproc": functools.partial(vecenv.SubprocVecEnv, start_method=DEFAULT_START_METHOD),
+        "sb3-dummy": sb3_vec_env.DummyVecEnv,
+        "sb3-subproc": functools.partial(sb3_vec_env.SubprocVecEnv, start_method=DEFAULT_START_METHOD),
+    }
+    return classes[vec_env](fns)
+
+
+def record_batches(venv: Any) -> Any:
+    """``venv`` in an SB3 VecEnvWrapper that keeps a copy of every batch of actions the algorithm steps with."""
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    class RecordBatches(VecEnvWrapper):
+        def __init__(self, venv: Any) -> None:
+            super().__init__(venv)
+            self.batches: list[np.ndarray] = []
+
+        def step_async(self, actions: np.ndarray) -> None:
+            self.batches.append(np.array(actions, copy=True))
+            self.venv.step_async(actions)
+
+        def reset(self) -> Any:
+            return self.venv.reset()
+
+        def step_wait(self) -> Any:
+            return self.venv.step_wait()
+
+    return RecordBatches(venv)
+
+
+def learn_and_record(algo: str, vec_env: str, kind: str) -> tuple[list[np.ndarray], list[Any]]:
+    """``algo.learn(64)`` (seed 0) on two recording identity envs; the batches it sent and what each env got."""
+    import stable_baselines3
+
+    venv = record_batches(sb3_identity_venv(vec_env, kind))
+    try:
+        model = getattr(stable_baselines3, algo)("MlpPolicy", venv, seed=0, **ALGO_KWARGS[algo])
+        model.learn(64)
+        assert model.num_timesteps >= 64
+        return venv.batches, list(venv.get_attr("actions_seen"))
+    finally:
+        venv.close()
+
+
+#: tiny settings: a rollout or the warm-up fits in 64 steps, and the policy's own actions follow it
+ALGO_KWARGS: dict[str, dict[str, Any]] = {
+    "PPO": {"n_steps": 16, "batch_size": 32, "n_epochs": 1},
+    "A2C": {"n_steps": 4},
+    "DQN": {"learning_starts": 16, "batch_size": 16, "buffer_size": 1000, "exploration_fraction": 0.1},
+    "SAC": {"learning_starts": 16, "batch_size": 16, "buffer_size": 1000},
+    "TD3": {"learning_starts": 16, "batch_size": 16, "buffer_size": 1000},
+}
+
+
+def row_record(action: np.ndarray) -> tuple[str, str | None, str]:
+    return type(action).__name__, action.dtype.name, repr(action)
+
+
+@pytest.mark.sb3
+@pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 is not installed (make test-sb3)")
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+@pytest.mark.parametrize("algo", ["PPO", "A2C"])
+def test_on_policy_algorithms_learn_on_multibinary_and_envs_get_sb3s_rows(algo, backend):
+    """PPO and A2C sample MultiBinary actions as float32 0. / 1. (Bernoulli): vecenv accepts them, and each env
+    receives row i of every batch unchanged (SB3's DummyVecEnv steps env i with ``actions[i]``, its
+    SubprocVecEnv pipes ``actions[i]``), exactly what the same run gives with SB3's own class."""
+    batches, received = learn_and_record(algo, f"vecenv-{backend}", "multibinary")
+    assert batches[0].dtype == np.float32 and batches[0].shape == (2, 4)
+    assert {value for batch in batches for value in batch.ravel().tolist()} == {0.0, 1.0}
+    # SB3's vec envs hand env i the row actions[i] of each batch as it is (its dtype, its values)
+    assert received == [[row_record(batch[i]) for batch in batches] for i in range(2)]
+    # and the peer, SB3's own class, on the same seeds
+    peer_batches, peer_received = learn_and_record(algo, f"sb3-{backend}", "multibinary")
+    assert received == peer_received
+    assert all(np.array_equal(a, b) for a, b in zip(batches, peer_batches, strict=True))
+
+
+@pytest.mark.sb3
+@pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 is not installed (make test-sb3)")
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(
+    ("algo", "kind"),
+    [
+        ("PPO", "multibinary"),
+        ("A2C", "multibinary"),
+        ("PPO", "multidiscrete"),
+        ("A2C", "discrete"),
+        ("PPO", "box"),
+        ("DQN", "discrete"),
+        ("SAC", "box"),
+        ("TD3", "box"),
+    ],
+)
+def test_each_algorithms_own_actions_are_accepted(algo, kind):
+    """learn (random warm-up actions, then the policy's, with TD3's action noise), ``model.predict`` then
+    ``step`` (as rl_zoo3's enjoy does) and ``evaluate_policy``: vecenv refuses none of the algorithm's actions,
+    and each env gets row i of each batch."""
+    import stable_baselines3
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    venv = record_batches(sb3_identity_venv("vecenv-dummy", kind))
+    try:
+        kwargs = dict(ALGO_KWARGS[algo])
+        if algo == "TD3":
+            kwargs["action_noise"] = NormalActionNoise(np.zeros(1), np.full(1, 0.1))
+        model = getattr(stable_baselines3, algo)("MlpPolicy", venv, seed=0, **kwargs)
+        model.learn(64)
+        obs = venv.reset()
+        for deterministic in (True, False):
+            actions, _ = model.predict(obs, deterministic=deterministic)
+            obs, _, _, _ = venv.step(actions)
+        evaluate_policy(model, venv, n_eval_episodes=2, warn=False)
+        received = list(venv.get_attr("actions_seen"))
+    finally:
+        venv.close()
+    assert received == [[row_record(batch[i]) for batch in venv.batches] for i in range(2)]

@@ -362,25 +362,37 @@ def _first_leaf(actions: Any) -> Any:
 
 
 def _check_value_range(name: str, batch: np.ndarray, low: Any, high: Any, space: spaces.Space) -> None:
-    """Raise if any value of ``batch`` lies outside ``[low, high)`` (broadcast per component)."""
-    bad = (batch < low) | (batch >= high)
+    """Raise if any value of ``batch`` lies outside ``[low, high)`` (broadcast per component); for a MultiBinary
+    batch of floats, if any value is not exactly 0 or 1."""
+    if isinstance(space, spaces.MultiBinary) and batch.dtype.kind in "fc":
+        _refuse_values(
+            (batch != 0) & (batch != 1),
+            batch,
+            f"{name} for action space {space} must be integers, got dtype {batch.dtype} with values other than 0 "
+            "and 1 (any numeric dtype is accepted when every value is 0 or 1, as by Gymnasium's MultiBinary.contains)",
+        )
+    _refuse_values((batch < low) | (batch >= high), batch, f"{name} out of range for action space {space}")
+
+
+def _refuse_values(bad: np.ndarray, batch: np.ndarray, problem: str) -> None:
+    """Raise ``ValueError(problem: the envs with a ``bad`` value and their actions)`` if ``bad`` has any."""
     if bad.any():
         rows = sorted({int(i) for i in np.argwhere(bad)[:, 0]}) if batch.ndim else [0]
         shown = rows[:5]
         values = [batch[i].tolist() for i in shown] if batch.ndim else [batch.tolist()]
-        raise ValueError(
-            f"{name} out of range for action space {space}: envs {shown}{' ...' if len(rows) > 5 else ''} got {values}"
-        )
+        raise ValueError(f"{problem}: envs {shown}{' ...' if len(rows) > 5 else ''} got {values}")
 
 
 def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> Callable[[Any, int], None]:
     """Return ``check(actions, num_envs)`` validating a batch of ``num_envs`` actions before anything is sent.
 
-    For array batches (the layout trainers use): Discrete, MultiDiscrete and MultiBinary actions must be
-    integers (or bools for MultiBinary) within the space's range; Box actions must be real numbers; the
-    batch must have shape ``(num_envs, *action_space.shape)`` (axes of length 1 may be added or dropped,
-    as :func:`write_actions` accepts). Dict and Tuple batches are checked per component; other layouts
-    (a list of per-env actions) are converted with :func:`numpy.asarray` when they are numeric.
+    For array batches (the layout trainers use): Discrete and MultiDiscrete actions must be integers within
+    the space's range; MultiBinary actions may have any numeric dtype (bool, integer, float) with every value
+    0 or 1 (Gymnasium's ``MultiBinary.contains``; SB3's PPO and A2C sample them as float32 ``0.`` / ``1.``); Box
+    actions must be real numbers; the batch must have shape ``(num_envs, *action_space.shape)`` (axes of
+    length 1 may be added or dropped, as :func:`write_actions` accepts). Dict and Tuple batches are checked
+    per component; other layouts (a list of per-env actions) are converted with :func:`numpy.asarray` when
+    they are numeric.
     Cost: a dtype test and one vectorized range test per step.
 
     :param name: how messages name the batch (components of Dict / Tuple batches add their key / index).
@@ -420,7 +432,9 @@ def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> C
         low, high = action_space.start, action_space.start + action_space.nvec
     elif isinstance(action_space, spaces.MultiBinary):
         low, high = 0, 2
-    kinds = "biu" if isinstance(action_space, spaces.MultiBinary) else ("iu" if integer else "biuf")
+    binary = isinstance(action_space, spaces.MultiBinary)
+    kinds = "biufc" if binary else "biuf" if not integer else "iu"
+    wanted = "integers (or numbers that are all 0 or 1)" if binary else "integers" if integer else "real numbers"
     scalar_range = isinstance(low, int) and isinstance(high, int)
     # small ranges (Discrete(n), MultiBinary): one set test per batch, cheaper than min() plus max()
     allowed = frozenset(range(low, high)) if scalar_range and high - low <= 1024 else None
@@ -437,7 +451,6 @@ def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> C
             if batch.dtype == np.dtype(object):
                 return
         if batch.dtype.kind not in kinds:
-            wanted = "integers" if integer else "real numbers"
             raise ValueError(
                 f"{name} for action space {action_space} must be {wanted}, got dtype {batch.dtype} "
                 f"(shape {batch.shape}); expected shape {expected}"
@@ -462,6 +475,9 @@ def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> C
                     if allowed.issuperset(values):
                         return
                 elif low <= min(values) and max(values) < high:
+                    return
+            elif binary and batch.dtype.kind in "fc":
+                if ((batch == 0) | (batch == 1)).all():
                     return
             elif low == 0 and batch.dtype.kind in "iu":
                 # one reduction: viewed as unsigned, negative values wrap around to huge numbers
