@@ -28,6 +28,8 @@ WHERE = ("factory", "step", "reset", "env_method", "get_attr", "set_attr", "rend
 #: the faults :func:`inject` knows
 FAULTS = (
     "raise",  # InjectedFault (picklable, with attributes)
+    "connection_reset",  # ConnectionResetError: an OSError, as a simulator bridge raises when its socket drops
+    "permission",  # PermissionError: another OSError
     "unpicklable",  # UnpicklableFault: the exception object cannot be pickled (holds a lock)
     "args",  # ArgsFault: pickles, but cannot be rebuilt from its args (required constructor arguments)
     "exit",  # os._exit(exit_code)
@@ -87,6 +89,10 @@ def inject(fault: str, where: str, offset: int, count: int, exit_code: int = 7, 
         time.sleep(delay)
     if fault == "raise":
         raise InjectedFault(fault_message(where, offset, count), where=where, offset=offset, count=count)
+    if fault == "connection_reset":
+        raise ConnectionResetError(fault_message(where, offset, count))
+    if fault == "permission":
+        raise PermissionError(fault_message(where, offset, count))
     if fault == "unpicklable":
         raise UnpicklableFault(fault_message(where, offset, count))
     if fault == "args":

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import multiprocessing as mp
+import multiprocessing.connection
+import multiprocessing.process
 import os
 import queue
 import re
@@ -41,6 +44,8 @@ import numpy as np
 import pytest
 
 import vecenv
+import vecenv.gymnasium as vgym
+import vecenv.workers.base
 from tests.conftest import DEFAULT_START_METHOD, START_METHODS
 from tests.envs_faults import ArgsFault, InjectedFault, UnpicklableFault, fault_message, make_env
 from vecenv.errors import RemoteTraceback, VecEnvError, WorkerDiedError
@@ -504,6 +509,100 @@ def test_close_does_not_raise_error_of_abandoned_step(venvs):
     venv.step_async(ZEROS)
     venv.close()  # DummyVecEnv drops the pending step too: close() raises nothing there
     assert venv.closed
+
+
+# --- close() bounded by one deadline, and env.close() errors ----------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["close", "gc"])
+def test_shutdown_of_stuck_workers_waits_against_one_deadline(how, monkeypatch):
+    """6 workers stuck inside env.step: close() (or garbage collection) asks every worker to close before waiting
+    for any, waits for them all against one deadline (CLOSE_TIMEOUT, made short here), then terminates them all
+    before waiting for any of them to end. Checked on the waits themselves, not on durations: every blocking wait
+    (a pipe poll, a process join) is recorded with when it began and its timeout, and none may reach past the
+    deadline plus the terminate grace, counted from the first wait (when the deadline was already set)."""
+    n = 6
+    monkeypatch.setattr(vecenv.workers.base, "CLOSE_TIMEOUT", 0.5)
+    fns = [functools.partial(make_env, offset=i, where="step", fault="hang") for i in range(n)]
+    venv = vecenv.SubprocVecEnv(fns, start_method=DEFAULT_START_METHOD, n_workers=n)
+    venv.reset()
+    pids = [p.pid for p in venv.processes]
+    venv.step_async(np.zeros(n, dtype=np.int64))
+    events: list[tuple[str, float, float]] = []  # ("wait", began, timeout) / ("terminate", when, pid)
+    poll, join, terminate = mp.connection.Connection.poll, mp.process.BaseProcess.join, mp.process.BaseProcess.terminate
+
+    def recorded_poll(self: Any, timeout: float | None = 0.0) -> bool:
+        events.append(("wait", time.monotonic(), float("inf") if timeout is None else timeout))
+        return poll(self, timeout)
+
+    def recorded_join(self: Any, timeout: float | None = None) -> None:
+        events.append(("wait", time.monotonic(), float("inf") if timeout is None else timeout))
+        join(self, timeout)
+
+    def recorded_terminate(self: Any) -> None:
+        events.append(("terminate", time.monotonic(), self.pid))
+        terminate(self)
+
+    monkeypatch.setattr(mp.connection.Connection, "poll", recorded_poll)
+    monkeypatch.setattr(mp.process.BaseProcess, "join", recorded_join)
+    monkeypatch.setattr(mp.process.BaseProcess, "terminate", recorded_terminate)
+    if how == "close":
+        venv.close()
+    else:
+        del venv
+        gc.collect()
+    monkeypatch.undo()
+    blocking = [(began, timeout) for kind, began, timeout in events if kind == "wait" and timeout > 0]
+    assert blocking, events  # the shutdown waited through the recorded calls
+    bound = blocking[0][0] + 0.5 + vecenv.workers.base.TERMINATE_TIMEOUT
+    assert [(began, timeout) for began, timeout in blocking if began + timeout > bound] == []
+    signalled = [k for k, event in enumerate(events) if event[0] == "terminate"]
+    assert sorted(events[k][2] for k in signalled) == sorted(pids)  # each stuck worker, once
+    between = events[signalled[0] : signalled[-1]]
+    assert [event for event in between if event[0] == "wait" and event[2] > 0] == []  # all signalled, then waited
+    assert not_gone(pids) == {}
+
+
+CLOSE_ERRORS = {"connection_reset": ConnectionResetError, "permission": PermissionError}
+CLOSE_BACKENDS = ["dummy", DEFAULT_BACKEND, "parent", "gym-sync", "gym-async"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", CLOSE_BACKENDS)
+@pytest.mark.parametrize("fault", list(CLOSE_ERRORS))
+def test_env_close_oserror_reaches_the_caller(fault, backend, venvs):
+    """An OSError that env.close() raises (a simulator bridge's ConnectionResetError, a PermissionError) is the
+    env's error like any other: close() re-raises it with its type, message and notes, on every backend (not
+    taken for a broken pipe to the worker); every worker process has ended."""
+    fns = fault_fns(where="close", fault=fault)
+    if backend == "parent":  # env 1 is closed by this process, env 2 by a worker
+        venv: Any = vecenv.SubprocVecEnv(fns, n_workers=1, parent_envs=2)
+    elif backend == "gym-sync":
+        venv = vgym.SyncVectorEnv(fns)
+    elif backend == "gym-async":
+        venv = vgym.AsyncVectorEnv(fns, n_workers=2)
+    else:
+        venv = build(backend, fns)
+    venvs.append(venv)
+    venv.reset()
+    pids = list(venv.call("getpid") if backend.startswith("gym") else venv.env_method("getpid"))
+    with pytest.raises(CLOSE_ERRORS[fault]) as info:
+        venv.close()
+    exc = info.value
+    assert type(exc) is CLOSE_ERRORS[fault] and str(exc) == fault_message("close", BAD, 1)
+    notes = notes_of(exc)
+    assert notes.count(f"vecenv: raised by env {BAD} during close") == 1, notes
+    in_worker = backend in (DEFAULT_BACKEND, "gym-async")
+    assert isinstance(exc.__cause__, RemoteTraceback) == in_worker
+    if in_worker:
+        assert f"{CLOSE_ERRORS[fault].__name__}: {fault_message('close', BAD, 1)}" in exc.__cause__.tb
+        assert [note for note in notes if "worker process" in note] == [
+            f"vecenv: raised in worker process {pids[BAD]} (envs [0, 1]); its traceback is chained above as "
+            "RemoteTraceback"
+        ]
+    venv.close()  # closed: a no-op
+    assert not_gone([pid for pid in pids if pid != os.getpid()]) == {}
 
 
 # --- 3. shutdown of a whole program ----------------------------------------------------------------------

@@ -9,12 +9,16 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 import vecenv
 from tests.envs import CounterEnv, FaultEnv
+from tests.envs_failure import SLOW, STEP, expected_obs, make
 from vecenv.errors import WorkerDiedError
 
 
@@ -107,3 +111,104 @@ def test_restart_after_timeout_and_at_reset():
 def test_bad_reliability_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         vecenv.SubprocVecEnv(counter_fns(1), **kwargs)
+
+
+# --- max_restarts is a total budget, counted at each restart -----------------------------------------------------
+
+
+def _kill_all(venv: vecenv.SubprocVecEnv, workers: list[int]) -> None:
+    for w in workers:
+        os.kill(venv.processes[w].pid, signal.SIGKILL)
+    for w in workers:
+        venv.processes[w].join(5)
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited and been reaped (or is at most a zombie about to be)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+ZEROS3 = np.zeros(3, dtype=np.int64)
+
+#: every kind of request that can meet dead workers: what it does once all three workers are dead
+BUDGET_PATHS: dict[str, Callable[[vecenv.SubprocVecEnv], Any]] = {
+    "step": lambda venv: venv.step(ZEROS3),
+    "reset": lambda venv: venv.reset(),
+    "seed-then-step": lambda venv: (venv.seed(3), venv.step(ZEROS3)),
+    "get_attr": lambda venv: venv.get_attr("offset"),
+    "set_attr": lambda venv: venv.set_attr("slow", 0.0),
+    "env_method": lambda venv: venv.env_method("_obs"),
+    "step_stats": lambda venv: venv.step_stats(),
+    "async_reset": lambda venv: venv.async_reset(),
+    "send": lambda venv: venv.send(ZEROS3, [0, 1, 2]),
+    "recv": lambda venv: venv.recv(),
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", list(BUDGET_PATHS))
+def test_max_restarts_is_a_total_budget_on_every_path(path):
+    """Three workers dead, max_restarts=1: whatever request meets them restarts one (the first), then raises the
+    next one's WorkerDiedError; the vector env is left closable and no process outlives close()."""
+    venv = vecenv.SubprocVecEnv([functools.partial(make, i, slow=60.0) for i in range(3)], n_workers=3, max_restarts=1)
+    pids = [p.pid for p in venv.processes]
+    try:
+        venv.reset()
+        if path == "recv":  # the workers die while their envs are in flight
+            venv.send(np.full(3, SLOW, dtype=np.int64), [0, 1, 2])
+        _kill_all(venv, [0, 1, 2])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(WorkerDiedError, match=r"running envs \[1\] was killed by SIGKILL"):
+                BUDGET_PATHS[path](venv)
+        restarts = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert len(restarts) == 1 and "envs [0] (restart 1 of max_restarts=1)" in restarts[0], restarts
+        assert venv.restarts == 1
+        pids.append(venv.processes[0].pid)  # the restarted worker
+        assert pids[-1] != pids[0]
+    finally:
+        venv.close()
+    assert all(_gone(pid) for pid in pids)
+
+
+@pytest.mark.timeout(60)
+def test_budget_spent_in_a_step_keeps_the_other_results_for_the_next_step():
+    """Workers 0, 1, 2 dead, worker 3 alive, max_restarts=1: the step restarts worker 0, then raises for worker
+    1; env 0's restart report and env 3's step are held (the held-results rule), so once the budget allows,
+    the next step returns them with the restarts of envs 1 and 2, and env 3 is not stepped twice."""
+    venv = vecenv.SubprocVecEnv([functools.partial(make, i) for i in range(4)], n_workers=4, max_restarts=1)
+    try:
+        venv.reset()
+        _kill_all(venv, [0, 1, 2])
+        with (
+            pytest.warns(RuntimeWarning, match=r"envs \[0\] \(restart 1 of max_restarts=1\)"),
+            pytest.raises(WorkerDiedError, match=r"envs \[1\]"),
+        ):
+            venv.step(np.full(4, STEP, dtype=np.int64))
+        assert venv.restarts == 1
+        with pytest.raises(WorkerDiedError, match=r"envs \[1\]"):  # still over the budget: nothing changed
+            venv.step(np.full(4, STEP, dtype=np.int64))
+        assert venv.restarts == 1
+        venv.max_restarts = 3
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            obs, rewards, dones, infos = venv.step(np.full(4, STEP, dtype=np.int64))
+        assert venv.restarts == 3
+        messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert len(messages) == 2, messages
+        assert "envs [1] (restart 2 of max_restarts=3)" in messages[0]
+        assert "envs [2] (restart 3 of max_restarts=3)" in messages[1]
+        np.testing.assert_array_equal(dones, [True, True, True, False])
+        np.testing.assert_array_equal(rewards, [0.0, 0.0, 0.0, 1.0])
+        assert [bool(info.get("vecenv.restarted")) for info in infos] == [True, True, True, False]
+        np.testing.assert_array_equal(obs, [expected_obs(i, 0, 0) for i in range(3)] + [expected_obs(3, 0, 1)])
+        assert venv.get_attr("steps_taken") == [0, 0, 0, 1]  # env 3 stepped once in the two failed steps
+        obs, _, dones, _ = venv.step(np.full(4, STEP, dtype=np.int64))
+        assert not dones.any()
+        np.testing.assert_array_equal(obs, [expected_obs(i, 0, 1) for i in range(3)] + [expected_obs(3, 0, 2)])
+    finally:
+        venv.close()

@@ -8,6 +8,8 @@ itself measured.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from functools import partial
 
@@ -17,9 +19,10 @@ import pytest
 
 import vecenv
 from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
+from tests.envs_failure import expected_obs, make
 from tests.envs_perf import SleepEnv
 from vecenv.adapters import from_gymnasium
-from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError
+from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, WorkerDiedError
 from vecenv.stats import StepStats, WorkerStats, thread_run_queue_seconds
 
 SLEEP = 0.004  # seconds per env step
@@ -187,6 +190,52 @@ def test_refused_while_a_step_is_pending_and_after_close() -> None:
     venv.close()
     with pytest.raises(ClosedVecEnvError):
         venv.step_stats()
+
+
+def test_a_dead_worker_is_restarted_as_by_any_request() -> None:
+    """With max_restarts, step_stats() restarts a worker killed between steps (as step() would) and returns the
+    accounts, the new worker's from zero; the next step reports the restarted envs' cut episode."""
+    venv = vecenv.SubprocVecEnv([partial(make, i) for i in range(4)], n_workers=2, max_restarts=3)
+    try:
+        venv.reset()
+        venv.step(np.zeros(4, dtype=np.int64))
+        old_pid = venv.processes[1].pid
+        os.kill(old_pid, signal.SIGKILL)
+        venv.processes[1].join(5)
+        with pytest.warns(
+            RuntimeWarning, match=r"restarting the worker of envs \[2, 3\] \(restart 1 of max_restarts=3\)"
+        ):
+            stats = venv.step_stats()
+        new_pid = venv.processes[1].pid
+        assert venv.restarts == 1 and new_pid != old_pid
+        assert [worker.env_indices for worker in stats.workers] == [(0, 1), (2, 3)]
+        assert stats.workers[1].where == f"worker process {new_pid}"
+        assert [worker.env_steps for worker in stats.workers] == [2, 0]
+        obs, rewards, dones, infos = venv.step(np.zeros(4, dtype=np.int64))
+    finally:
+        venv.close()
+    np.testing.assert_array_equal(dones, [False, False, True, True])
+    np.testing.assert_array_equal(rewards, [2.0, 2.0, 0.0, 0.0])
+    assert [bool(info.get("vecenv.restarted")) for info in infos] == [False, False, True, True]
+    assert all(
+        infos[i]["TimeLimit.truncated"] and "WorkerDiedError" in infos[i]["vecenv.restart_cause"] for i in (2, 3)
+    )
+    np.testing.assert_array_equal(
+        obs, [expected_obs(0, 0, 2), expected_obs(1, 0, 2), *(expected_obs(i, 0, 0) for i in (2, 3))]
+    )
+
+
+def test_without_restarts_a_dead_worker_raises() -> None:
+    venv = vecenv.SubprocVecEnv([partial(make, i) for i in range(2)], n_workers=2)
+    try:
+        venv.reset()
+        os.kill(venv.processes[0].pid, signal.SIGKILL)
+        venv.processes[0].join(5)
+        with pytest.raises(WorkerDiedError, match=r"running envs \[0\] was killed by SIGKILL"):
+            venv.step_stats()
+        assert venv.restarts == 0
+    finally:
+        venv.close()
 
 
 def test_a_vector_env_without_accounts_says_so() -> None:

@@ -149,8 +149,10 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
                         raise
                     self._dead[w] = exc  # restarted by step_wait
         except BaseException:
-            # the workers sent to will step: their results are collected by the next call
+            # the workers sent to will step: their results are collected by the next call; a dead worker is found
+            # again by the next request that needs it
             self._unsettled = any(worker.pending is Command.STEP for worker in workers)
+            self._dead.clear()
             raise
 
     def _plan_around_held(self) -> list[tuple[int, list[int] | None]]:
@@ -178,8 +180,10 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             results = call_all(self._recv_step, stepped, [self._workers[w] for w in stepped], self._clock)
         except BaseException:
             self._hold_received(plan)
-            # a worker not waited for yet (KeyboardInterrupt) still steps: collected by the next call
+            # a worker not waited for yet (KeyboardInterrupt) still steps: collected by the next call; a dead worker
+            # not restarted (over the budget) is found again by the next request that needs it
             self._unsettled = any(worker.pending is Command.STEP for worker in self._workers)
+            self._dead.clear()
             raise
         if plan is not None:  # some envs hold results of a failed step: merge per env
             self._hold_received(plan)

@@ -14,7 +14,7 @@ import numpy as np
 from vecenv.base import VecEnvIndices
 from vecenv.engine.core import AsyncState, CallRequests
 from vecenv.engine.recovery import Recovery
-from vecenv.engine.replies import call_all, gather
+from vecenv.engine.replies import call_all
 from vecenv.protocol import Command
 from vecenv.sb3_compat import wrapper_target
 from vecenv.stats import StepStats, WorkerStats
@@ -114,19 +114,22 @@ class SubEnvCalls(Recovery):
         """Where this vector env's time went since it was built (or since the last ``step_stats(reset=True)``):
         the calling process's side of ``step_async`` / ``step_wait`` / ``reset`` and each worker's time in its
         envs, in moving data and waiting for requests (:mod:`vecenv.stats`). Asks every worker for its accounts
-        (one round trip each).
+        (one round trip each). A dead worker is restarted as by any other request when ``max_restarts`` allows
+        (its envs report the restart at their next step; its accounts start again from zero).
 
         :param reset: start every account again from zero once read.
         :return: the accounts; ``print(venv.step_stats())`` prints them as a table, in microseconds per env-step.
         :raises AlreadyPendingCallError: if a step, a partial batch, a reset or a call is in flight.
         :raises ClosedVecEnvError: if the vector env is closed.
+        :raises WorkerDiedError: if a worker is dead and ``max_restarts`` does not allow restarting it.
         """
         self._check_idle("step_stats")
         if self._unsettled:
             self._settle()
-        for worker in self._workers:
-            worker.send(Command.STATS, reset)
-        accounts = gather(self._workers)
+        every = self._all_workers
+        for w in every:  # a dead worker goes through the restart rule, as for any other request
+            self._send_to(w, Command.STATS, reset)
+        accounts = call_all(lambda w: self._recv_from(w, Command.STATS, reset), every, self._workers)
         clock = self._clock
         workers, parent_env = [], 0.0
         for worker, account in zip(self._workers, accounts, strict=True):

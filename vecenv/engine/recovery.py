@@ -10,7 +10,11 @@ exactly once. A reset of the env drops what it holds.
 Worker restarts (opt-in: ``max_restarts``): every request that reaches a dead worker (or a worker that dies or
 times out while answering it) goes through one rule: within the budget, the worker is restarted
 (:meth:`Recovery._restart`) and its envs report the cut episode (dones=True, ``TimeLimit.truncated``,
-``vecenv.restarted``) at the next step; over it, the error rises.
+``vecenv.restarted``) at the next step; over it, the error rises. The budget is a total for the vector env and is
+counted by :meth:`Recovery._restart` itself, one restart at a time: when one request meets several dead workers
+(a full-batch step finds them all when it is sent, and restarts them when it is collected), the restarts the
+budget allows happen, then the next dead worker's error rises; what the other workers did in that request is
+held as after any failed step.
 """
 
 from __future__ import annotations
@@ -103,7 +107,7 @@ class Recovery(EngineCore):
             else:
                 self._received[w] = result
                 return result
-        result = self._restart(w, exc)
+        result = self._restart(w, exc)  # raises exc once the budget is spent (several dead workers in one step)
         self._received[w] = result
         return result
 
@@ -118,7 +122,10 @@ class Recovery(EngineCore):
         still staged for them, which are then used up); its envs report a truncated episode end (see docs).
 
         :return: ``(infos, reset_infos)`` of the worker's envs; their rows of the buffers are written.
+        :raises BaseException: ``cause`` itself, if ``max_restarts`` is spent (checked here, at each restart).
         """
+        if not self._may_restart():
+            raise cause
         worker = self._workers[w]
         self.restarts += 1
         warnings.warn(

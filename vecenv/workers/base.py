@@ -122,14 +122,22 @@ class Worker(ABC):
 
     @abstractmethod
     def shutdown_begin(self) -> None:
-        """Ask the group to close its envs (non-blocking where the backend allows)."""
+        """Ask the group to close its envs, without waiting for anything (every worker is asked before any is
+        waited for, so the shutdown takes one timeout however many workers there are)."""
 
     @abstractmethod
     def shutdown_end(self, deadline: float) -> BaseException | None:
-        """Finish the shutdown by ``deadline`` (a :func:`time.monotonic` value), forcibly if needed.
+        """Wait until ``deadline`` (a :func:`time.monotonic` value) at most for the group to close its envs; if it
+        has not ended by then, start ending it forcibly (e.g. SIGTERM) without waiting for that.
 
-        :return: the error raised by an env's ``close``, if any (already released otherwise).
+        :return: the error raised by an env's ``close``, if any.
         """
+
+    def shutdown_finish(self, deadline: float) -> None:
+        """Make sure the group has ended, waiting until ``deadline`` at most for :meth:`shutdown_end`'s forcible
+        end before using the last resort (e.g. SIGKILL), and release what the worker holds. Nothing to do by
+        default."""
+        return None
 
 
 def split_groups(num_envs: int, n_workers: int) -> list[list[int]]:
@@ -147,15 +155,31 @@ def split_groups(num_envs: int, n_workers: int) -> list[list[int]]:
     return groups
 
 
-def shutdown_workers(workers: Sequence[Worker], timeout: float = 5.0) -> None:
-    """Close every worker within about ``timeout`` seconds, then raise the first env ``close`` error, if any.
+#: seconds ``close()`` waits for the workers to close their envs, all against the same deadline
+CLOSE_TIMEOUT = 5.0
+#: seconds after that deadline a worker still running is given to end on SIGTERM before it is killed (SIGKILL)
+TERMINATE_TIMEOUT = 1.0
+
+
+def shutdown_workers(workers: Sequence[Worker], timeout: float | None = None) -> None:
+    """Close every worker, then raise the first env ``close`` error, if any.
+
+    Every worker is asked to close before any is waited for, and all are waited for against one deadline,
+    ``timeout`` seconds away (:data:`CLOSE_TIMEOUT` if None); those still running then are terminated together
+    and given :data:`TERMINATE_TIMEOUT` more seconds before they are killed. So the shutdown is bounded by
+    ``timeout + TERMINATE_TIMEOUT``, however many workers there are.
 
     Used by ``close()`` and, through :func:`weakref.finalize`, at garbage collection and interpreter exit.
     """
-    deadline = time.monotonic() + timeout
-    for worker in workers:
-        worker.shutdown_begin()
-    errors = [worker.shutdown_end(deadline) for worker in workers]
+    deadline = time.monotonic() + (CLOSE_TIMEOUT if timeout is None else timeout)
+    errors: list[BaseException | None] = []
+    try:
+        for worker in workers:
+            worker.shutdown_begin()
+        errors = [worker.shutdown_end(deadline) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.shutdown_finish(deadline + TERMINATE_TIMEOUT)
     first = next((error for error in errors if error is not None), None)
     if first is not None:
         raise first

@@ -324,9 +324,11 @@ class RayWorker(MessageWorker):
                     error = exc
         if self._lost is None:
             self.kill("The Ray actor was closed with its vector env.")
+        return error
+
+    def shutdown_finish(self, deadline: float) -> None:
         self._wait_dead(deadline)
         self._buffers = None
-        return error
 
     def _wait_dead(self, deadline: float) -> None:
         """Wait (until ``deadline``, at least a moment) until Ray reports the killed actor dead, so that no actor

@@ -507,44 +507,49 @@ class SubprocWorker(MessageWorker):
     def shutdown_begin(self) -> None:
         if not self.process.is_alive():
             return
-        self._stale_replies = 0
-        if self._pending is not None:
-            # collect the outstanding reply so the worker is free to read CLOSE; if it is still busy, its
-            # late reply will arrive before the CLOSE reply and must be skipped (shutdown_end)
-            try:
-                if self.conn.poll(1.0):
-                    self.conn.recv_bytes()
-                else:
-                    self._stale_replies = 1
-            except (EOFError, OSError):
-                pass
-            self._pending = None
+        # a request still in flight (an abandoned step) is answered before CLOSE is read: shutdown_end skips that
+        # late reply; nothing is waited for here, so every worker is asked to close before any is waited for
+        self._stale_replies = 0 if self._pending is None else 1
+        self._pending = None
         try:
             self._send_conn.send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.CLOSE, None)))
             self._pending = Command.CLOSE
-        except OSError:
+        except OSError:  # the worker is gone
             pass
 
     def shutdown_end(self, deadline: float) -> BaseException | None:
-        error: BaseException | None = None
-        if self._pending is Command.CLOSE:
-            try:
-                for _ in range(self._stale_replies):  # an abandoned step's late reply
-                    if self.conn.poll(max(0.0, deadline - time.monotonic())):
-                        self.conn.recv_bytes()
-                if self.conn.poll(max(0.0, deadline - time.monotonic())):
-                    self._reply(self.conn.recv_bytes())
-            except (EOFError, OSError):
-                pass
-            except Exception as exc:  # an env's close() raised
-                error = exc
-            self._pending = None
+        reply = self._close_reply(deadline) if self._pending is Command.CLOSE else None
+        self._pending = None
         process = self.process
         process.join(timeout=max(0.0, deadline - time.monotonic()))
         if process.is_alive():
-            process.terminate()
-            process.join(timeout=1.0)
-        if process.is_alive():  # pragma: no cover - only for workers that ignore SIGTERM
+            process.terminate()  # waited for by shutdown_finish, with the other workers'
+        if reply is None:
+            return None
+        try:
+            self._reply(reply)
+        except Exception as exc:  # an env's close() raised (rebuilt with its type, OSError included)
+            return exc
+        return None
+
+    def _close_reply(self, deadline: float) -> bytes | None:
+        """The worker's reply to CLOSE, past an abandoned request's late reply, if it comes by ``deadline``."""
+        conn = self.conn
+        try:
+            for _ in range(self._stale_replies):
+                if conn.poll(max(0.0, deadline - time.monotonic())):
+                    conn.recv_bytes()
+            if conn.poll(max(0.0, deadline - time.monotonic())):
+                return conn.recv_bytes()
+        except (EOFError, OSError):  # the pipe broke: the worker is gone (an env's error is in a reply, not here)
+            pass
+        return None
+
+    def shutdown_finish(self, deadline: float) -> None:
+        process = self.process
+        if process.is_alive():
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+        if process.is_alive():  # it ignored SIGTERM
             process.kill()
             process.join()
         self._close_conns()
@@ -554,4 +559,3 @@ class SubprocWorker(MessageWorker):
         if self._shared is not None:
             self._shared[1].close()
             self._shared = None
-        return error
