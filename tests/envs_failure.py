@@ -8,7 +8,9 @@ episode, step and seed produced them, so expectations can be computed by hand.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -17,6 +19,31 @@ from gymnasium import spaces
 
 #: actions of :class:`ScriptEnv`
 STEP, TERMINATE, RAISE, TRUNCATE, BOTH, INTERRUPT, TERMINATE_BAD_RESET, SLOW, TIMEOUT = range(9)
+#: actions of :class:`ScriptEnv` whose step info holds a value vecenv cannot copy (see :data:`BAD_INFOS`)
+TERMINATE_LOCK_INFO, GENERATOR_INFO, TERMINATE_UNPICKLABLE_INFO = range(9, 12)
+
+
+class NoPickle:
+    """A value that deep-copies (to itself, as a native handle might) but refuses to be pickled."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NoPickle:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("NoPickle objects cannot be pickled")
+
+
+def _progress() -> Iterator[int]:
+    yield 1
+
+
+#: action -> (info key, type name vecenv reports, the value): a lock (neither deep-copied nor pickled), a
+#: generator (idem), a :class:`NoPickle` (deep-copied, but not pickled: only a worker process refuses it)
+BAD_INFOS: dict[int, tuple[str, str, Any]] = {
+    TERMINATE_LOCK_INFO: ("handle", "_thread.lock", threading.Lock),
+    GENERATOR_INFO: ("progress", "generator", _progress),
+    TERMINATE_UNPICKLABLE_INFO: ("native", "tests.envs_failure.NoPickle", NoPickle),
+}
 
 
 class ScriptFault(Exception):
@@ -29,8 +56,9 @@ class ScriptEnv(gym.Env):
     Actions: ``STEP`` (t += 1), ``TERMINATE`` / ``TRUNCATE`` / ``BOTH`` (step and end the episode with these
     flags), ``RAISE`` (raise :class:`ScriptFault`, nothing changes), ``INTERRUPT`` (raise KeyboardInterrupt),
     ``TERMINATE_BAD_RESET`` (terminate; the next reset raises :class:`ScriptFault` once), ``SLOW`` (sleep
-    :attr:`slow` seconds, then step), ``TIMEOUT`` (raise a ``TimeoutError`` of its own). An episode also ends
-    (truncated) after ``max_steps`` steps if given.
+    :attr:`slow` seconds, then step), ``TIMEOUT`` (raise a ``TimeoutError`` of its own), ``TERMINATE_LOCK_INFO``
+    / ``TERMINATE_UNPICKLABLE_INFO`` (terminate) and ``GENERATOR_INFO`` (step), whose info also holds a value of
+    :data:`BAD_INFOS`. An episode also ends (truncated) after ``max_steps`` steps if given.
     Step infos are empty, except ``{"last_t": t}`` when the episode ends. Reset infos are ``{"reset_episode": e}``.
 
     :param offset: identifies the env (first observation entry).
@@ -43,7 +71,7 @@ class ScriptEnv(gym.Env):
         self.max_steps = max_steps
         self.slow = slow
         self.observation_space = spaces.Box(-1e9, 1e9, shape=(4,), dtype=np.float32)
-        self.action_space = spaces.Discrete(9)
+        self.action_space = spaces.Discrete(12)
         self.episode = -1
         self.t = 0
         self.seed_value = -1
@@ -81,11 +109,14 @@ class ScriptEnv(gym.Env):
             time.sleep(self.slow)
         self.t += 1
         self.steps_taken += 1
-        terminated = action in (TERMINATE, BOTH, TERMINATE_BAD_RESET)
+        terminated = action in (TERMINATE, BOTH, TERMINATE_BAD_RESET, TERMINATE_LOCK_INFO, TERMINATE_UNPICKLABLE_INFO)
         truncated = action in (TRUNCATE, BOTH) or (self.max_steps is not None and self.t >= self.max_steps)
         if action == TERMINATE_BAD_RESET:
             self.bad_reset = True
-        info = {"last_t": self.t} if terminated or truncated else {}
+        info: dict[str, Any] = {"last_t": self.t} if terminated or truncated else {}
+        if action in BAD_INFOS:
+            key, _, make_value = BAD_INFOS[action]
+            info[key] = make_value()
         return self._obs(), float(self.t), terminated, truncated, info
 
 

@@ -7,6 +7,8 @@
   the recorded cause, or goes through the restart rule when ``max_restarts`` allows.
 - Seeds / options set while partial batches are in flight reach each env's next reset; a refused ``send`` changes
   nothing.
+- A step whose info holds a value that cannot be copied (a lock, a generator) raises ``UncopyableInfoError`` after
+  every env stepped; the next step returns them all (the value left out), so no episode end is lost.
 - The SB3-style wrappers that count episodes or stack frames are right in every autoreset mode.
 - ``to_gymnasium`` carries the real terminated / truncated flags.
 
@@ -36,13 +38,17 @@ import vecenv
 import vecenv.gymnasium as vgym
 from tests.conftest import DEFAULT_START_METHOD, START_METHODS
 from tests.envs_failure import (
+    BAD_INFOS,
     BOTH,
+    GENERATOR_INFO,
     INTERRUPT,
     RAISE,
     SLOW,
     STEP,
     TERMINATE,
     TERMINATE_BAD_RESET,
+    TERMINATE_LOCK_INFO,
+    TERMINATE_UNPICKLABLE_INFO,
     TIMEOUT,
     TRUNCATE,
     ScriptFault,
@@ -270,19 +276,27 @@ GYM_MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("cls", ["sync", "async"])
 @pytest.mark.parametrize("mode", GYM_MODES, ids=lambda m: m.name)
-def test_gymnasium_api_failed_step_reports_the_termination_once(cls, mode, built):
+@pytest.mark.parametrize(
+    ("failing", "error"),
+    [((TERMINATE, RAISE), ScriptFault), ((TERMINATE_LOCK_INFO, STEP), vecenv.UncopyableInfoError)],
+    ids=["env-error", "uncopyable-info"],
+)
+def test_gymnasium_api_failed_step_reports_the_termination_once(cls, mode, failing, error, built):
+    """Env 0 terminates in a step that raises (env 1's error, or a lock in env 0's info): the next step reports the
+    termination once."""
     if cls == "sync":
         envs = vgym.SyncVectorEnv(script_fns(2), autoreset_mode=mode)
     else:
         envs = vgym.AsyncVectorEnv(script_fns(2), autoreset_mode=mode, n_workers=1)
     built.append(envs)
     envs.reset()
-    with pytest.raises(ScriptFault):
-        envs.step(actions(TERMINATE, RAISE))
+    with pytest.raises(error):
+        envs.step(actions(*failing))
     obs, rewards, terminations, truncations, infos = envs.step(actions(STEP, STEP))
     np.testing.assert_array_equal(terminations, [True, False])
     np.testing.assert_array_equal(truncations, [False, False])
     np.testing.assert_array_equal(rewards, [1.0, 1.0])
+    assert "handle" not in infos
     if mode is AutoresetMode.SAME_STEP:
         np.testing.assert_array_equal(infos["final_obs"][0], expected_obs(0, 0, 1))
         np.testing.assert_array_equal(obs[0], expected_obs(0, 1, 0))
@@ -710,6 +724,158 @@ def test_an_envs_own_timeout_error_is_not_a_dead_worker(where, built):
     np.testing.assert_array_equal(obs[1], expected_obs(1, 0, 1))
 
 
+# --- an info that cannot be copied: the step raises, its results are kept ----------------------------------------
+
+
+def hand_stepped(
+    offset: int, seed: int, script: list[int], mode: AutoresetMode = AutoresetMode.SAME_STEP
+) -> tuple[list[tuple[np.ndarray, float, bool, np.ndarray | None]], int]:
+    """``(obs, reward, done, terminal observation)`` of a :class:`ScriptEnv` stepped by hand with ``script`` after
+    ``reset(seed=seed)``, with SB3's automatic reset (``SAME_STEP``) or Gymnasium's reset step (``NEXT_STEP``);
+    and the number of ``env.step`` calls."""
+    env = make(offset)
+    env.reset(seed=seed)
+    got: list[tuple[np.ndarray, float, bool, np.ndarray | None]] = []
+    reset_now = False
+    for action in script:
+        if reset_now:
+            obs, _ = env.reset()
+            got.append((obs, 0.0, False, None))
+            reset_now = False
+            continue
+        obs, reward, terminated, truncated, _ = env.step(action)
+        terminal = None
+        if terminated or truncated:
+            if mode is AutoresetMode.SAME_STEP:
+                terminal, (obs, _) = obs, env.reset()
+            else:
+                reset_now = True
+        got.append((obs, reward, terminated or truncated, terminal))
+    return got, env.steps_taken
+
+
+def episodes_of(steps: list[tuple[np.ndarray, float, bool, np.ndarray | None]]) -> list[tuple[float, int]]:
+    """``(return, length)`` of each finished episode in ``steps`` (``NEXT_STEP``'s reset steps are no step)."""
+    finished, total, length = [], 0.0, 0
+    for obs, reward, done, _ in steps:
+        if not done and obs[2] == 0:  # a reset step
+            continue
+        total, length = total + reward, length + 1
+        if done:
+            finished.append((total, length))
+            total, length = 0.0, 0
+    return finished
+
+
+UNCOPYABLE_CASES = [
+    *((kind, AutoresetMode.SAME_STEP) for kind in SB3_BACKENDS),
+    *((kind, AutoresetMode.NEXT_STEP) for kind in ("dummy", f"subproc-{DEFAULT_START_METHOD}")),
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("kind", "mode"), UNCOPYABLE_CASES, ids=lambda v: getattr(v, "name", v))
+def test_an_info_that_cannot_be_copied_loses_no_step_and_no_episode_end(kind, mode, built):
+    """Env 0 ends its episode with a lock in its info; later env 1 steps with a generator in its info. Each such step
+    raises UncopyableInfoError naming the env, the key and the type; the next step returns what every env did in it
+    (its new actions ignored, the value left out and named): the sequence each env delivers equals the env stepped
+    by hand with the actions that reached it, and VecMonitor records each episode once, as the env played it."""
+    venv = vecenv.VecMonitor(build(kind, script_fns(2), autoreset_mode=mode))
+    built.append(venv)
+    venv.seed(5)
+    venv.reset()
+    calls = [(STEP, STEP), (TERMINATE_LOCK_INFO, STEP), (STEP, TERMINATE), (STEP, GENERATOR_INFO)]
+    calls += [(TERMINATE, TERMINATE), (STEP, STEP), (STEP, STEP)]
+    reached = [[STEP, TERMINATE_LOCK_INFO, STEP, STEP, STEP], [STEP, STEP, GENERATOR_INFO, STEP, STEP]]
+    delivered: list[list[tuple[np.ndarray, float, bool, np.ndarray | None]]] = [[], []]
+    monitored: list[tuple[int, float, int]] = []
+    for call, step_actions in enumerate(calls):
+        if call in (1, 3):
+            bad = 0 if call == 1 else 1
+            key, type_name, _ = BAD_INFOS[TERMINATE_LOCK_INFO if call == 1 else GENERATOR_INFO]
+            message = rf"env {bad}: info\['{key}'\] is a {type_name} "
+            with pytest.raises(vecenv.UncopyableInfoError, match=message) as error:
+                venv.step(actions(*step_actions))
+            assert isinstance(error.value, TypeError)
+            assert error.value.entries == [(bad, key, type_name)]
+            continue
+        obs, rewards, dones, infos = venv.step(actions(*step_actions))
+        for i in range(2):
+            terminal = infos[i].get("terminal_observation")
+            delivered[i].append((obs[i], float(rewards[i]), bool(dones[i]), terminal))
+            if dones[i]:
+                monitored.append((i, float(infos[i]["episode"]["r"]), int(infos[i]["episode"]["l"])))
+        if call == 2:  # the step kept from call 1
+            assert "handle" not in infos[0] and infos[0]["vecenv.uncopyable_info"] == {"handle": "_thread.lock"}
+            assert infos[0]["last_t"] == 2
+        elif call == 4:
+            assert "progress" not in infos[1] and infos[1]["vecenv.uncopyable_info"] == {"progress": "generator"}
+        else:
+            assert all("vecenv.uncopyable_info" not in info for info in infos)
+    expected_episodes, expected_steps_taken = [], []
+    for i in range(2):
+        expected, taken = hand_stepped(i, 5 + i, reached[i], mode)
+        expected_steps_taken.append(taken)
+        assert len(delivered[i]) == len(expected)
+        for k, (got, want) in enumerate(zip(delivered[i], expected, strict=True)):
+            np.testing.assert_array_equal(got[0], want[0], err_msg=f"env {i} step {k} obs")
+            assert got[1:3] == want[1:3], (i, k)
+            if want[3] is None:
+                assert got[3] is None, (i, k)
+            else:
+                np.testing.assert_array_equal(got[3], want[3], err_msg=f"env {i} step {k} terminal_observation")
+        expected_episodes += [(i, r, n) for r, n in episodes_of(expected)]
+    assert sorted(monitored) == sorted(expected_episodes) and venv.episode_count == len(expected_episodes)
+    assert expected_episodes  # env 0's episode with the lock is one of them
+    assert steps_taken(venv) == expected_steps_taken
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", f"subproc-{DEFAULT_START_METHOD}", "subproc-split", "parent"])
+def test_an_info_value_pickle_refuses_is_left_out_by_worker_processes_only(kind, built):
+    """A value that deep-copies but does not pickle (env 1, in a worker process except with DummyVecEnv): a worker
+    process cannot send it, so the step raises and the next one returns it without that value; DummyVecEnv
+    returns the info as it is."""
+    venv = build(kind, script_fns(2))
+    built.append(venv)
+    venv.reset()
+    key, type_name, value_type = BAD_INFOS[TERMINATE_UNPICKLABLE_INFO]
+    if kind != "dummy":
+        with pytest.raises(vecenv.UncopyableInfoError, match=rf"env 1: info\['{key}'\] is a {type_name} ") as error:
+            venv.step(actions(STEP, TERMINATE_UNPICKLABLE_INFO))
+        assert error.value.entries == [(1, key, type_name)]
+    obs, rewards, dones, infos = venv.step(actions(STEP, TERMINATE_UNPICKLABLE_INFO))
+    np.testing.assert_array_equal(dones, [False, True])
+    np.testing.assert_array_equal(rewards, [1.0, 1.0])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 0, 1), expected_obs(1, 1, 0)])
+    np.testing.assert_array_equal(infos[1]["terminal_observation"], expected_obs(1, 0, 1))
+    if kind == "dummy":
+        assert isinstance(infos[1][key], value_type) and "vecenv.uncopyable_info" not in infos[1]
+    else:
+        assert key not in infos[1] and infos[1]["vecenv.uncopyable_info"] == {key: type_name}
+    assert steps_taken(venv) == [1, 1]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", f"subproc-{DEFAULT_START_METHOD}"])
+def test_an_env_error_after_an_uncopyable_info_names_it_in_a_note(kind, built):
+    """Env 0's info holds a lock and env 1 raises in the same call: env 1's own error rises, with a note naming the
+    value left out of env 0's info; env 0's episode end is reported once by the next step."""
+    venv = build(kind, script_fns(2))
+    built.append(venv)
+    venv.reset()
+    with pytest.raises(ScriptFault, match="env 1 raised in step") as error:
+        venv.step(actions(TERMINATE_LOCK_INFO, RAISE))
+    assert "vecenv: raised by env 1 during step" in error.value.__notes__
+    assert any("env 0: info['handle'] is a _thread.lock" in note for note in error.value.__notes__)
+    obs, rewards, dones, infos = venv.step(actions(TERMINATE, STEP))
+    np.testing.assert_array_equal(dones, [True, False])
+    np.testing.assert_array_equal(rewards, [1.0, 1.0])
+    np.testing.assert_array_equal(obs, [expected_obs(0, 1, 0), expected_obs(1, 0, 1)])
+    assert infos[0]["vecenv.uncopyable_info"] == {"handle": "_thread.lock"}
+    assert steps_taken(venv) == [1, 1]
+
+
 # --- random failure scripts: every env reports each of its steps exactly once ------------------------------
 
 FAILURE_SETTINGS = settings(
@@ -717,7 +883,7 @@ FAILURE_SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-SCRIPT_ACTIONS = st.sampled_from([STEP, STEP, STEP, TERMINATE, TRUNCATE, BOTH, RAISE, TERMINATE_BAD_RESET])
+SCRIPT_ACTIONS = st.sampled_from([STEP, STEP, STEP, TERMINATE, TRUNCATE, BOTH, RAISE, TERMINATE_BAD_RESET, *BAD_INFOS])
 
 
 def _check_script(venv: vecenv.VecEnv, script: list[list[int]], resets: list[bool]) -> None:
@@ -756,7 +922,7 @@ def _check_script(venv: vecenv.VecEnv, script: list[list[int]], resets: list[boo
             continue
         try:
             obs, _, dones, infos = venv.step(np.array(step_actions))
-        except (ScriptFault, KeyboardInterrupt):
+        except (ScriptFault, KeyboardInterrupt, vecenv.UncopyableInfoError):
             continue
         absorb(obs, dones, infos)
     for _ in range(3):  # a step whose actions all succeed returns whatever was held, and then steps
@@ -770,7 +936,8 @@ def _check_script(venv: vecenv.VecEnv, script: list[list[int]], resets: list[boo
 @given(data=st.data())
 @pytest.mark.parametrize("kind", ["dummy", "subproc-split", f"subproc-{DEFAULT_START_METHOD}", "parent"])
 def test_random_failures_never_lose_or_repeat_a_step(kind, data, built):
-    """Random scripts of steps, episode ends, env errors, failed automatic resets and resets."""
+    """Random scripts of steps, episode ends, env errors, failed automatic resets, infos that cannot be copied and
+    resets."""
     n = data.draw(st.integers(2 if kind == "parent" else 1, 3), label="num_envs")
     length = data.draw(st.integers(1, 12), label="calls")
     # an env raising KeyboardInterrupt in a worker process ends it: interrupts are drawn where envs run here

@@ -24,6 +24,9 @@ from gymnasium.vector import AutoresetMode
 import vecenv
 from tests.conftest import HAS_RAY
 from tests.envs import CounterEnv, EnvFaultError, FaultEnv, SpaceEnv, space_obs
+from tests.envs_failure import STEP, TERMINATE_LOCK_INFO, TERMINATE_UNPICKLABLE_INFO
+from tests.envs_failure import expected_obs as script_obs
+from tests.envs_failure import make as make_script_env
 from tests.envs_faults import InjectedFault, fault_message, make_env
 from vecenv.adapters import to_gymnasium
 from vecenv.errors import WorkerDiedError
@@ -210,6 +213,28 @@ def test_env_exception_keeps_its_type_and_names_the_env(ray_venvs) -> None:
     assert "env 3" in notes and "Ray actor" in notes
     assert "Traceback" in str(info.value.__cause__)
     assert venv.get_attr("t") == [2, 2, 2, 1]  # the actors live on; env 3 did not step
+
+
+def test_an_info_that_cannot_be_copied_loses_no_episode_end(ray_venvs) -> None:
+    """Env 3 (the second actor) ends its episode with a lock in its info, env 1 returns a value only pickle refuses:
+    the step raises naming both; the next step returns what every env did (the values left out), once."""
+    fns = [functools.partial(make_script_env, i) for i in range(4)]
+    venv = vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED)
+    ray_venvs.append(venv)
+    venv.reset()
+    step_actions = np.array([STEP, TERMINATE_UNPICKLABLE_INFO, STEP, TERMINATE_LOCK_INFO])
+    with pytest.raises(vecenv.UncopyableInfoError) as info:
+        venv.step(step_actions)
+    assert sorted(info.value.entries) == [(1, "native", "tests.envs_failure.NoPickle"), (3, "handle", "_thread.lock")]
+    obs, rewards, dones, infos = venv.step(np.full(4, STEP))
+    np.testing.assert_array_equal(dones, [False, True, False, True])
+    np.testing.assert_array_equal(rewards, [1.0, 1.0, 1.0, 1.0])
+    expected = [script_obs(0, 0, 1), script_obs(1, 1, 0), script_obs(2, 0, 1), script_obs(3, 1, 0)]
+    np.testing.assert_array_equal(obs, expected)
+    np.testing.assert_array_equal(infos[3]["terminal_observation"], script_obs(3, 0, 1))
+    assert infos[1]["vecenv.uncopyable_info"] == {"native": "tests.envs_failure.NoPickle"} and "native" not in infos[1]
+    assert infos[3]["vecenv.uncopyable_info"] == {"handle": "_thread.lock"} and "handle" not in infos[3]
+    assert venv.get_attr("steps_taken") == [1, 1, 1, 1]
 
 
 def test_factory_exception_says_so_with_the_original_message(ray_session) -> None:

@@ -5,7 +5,14 @@ A drop-in for ``stable_baselines3.common.vec_env``: change the import, keep your
 
 from vecenv.base import CloudpickleWrapper, VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, tile_images
 from vecenv.env_util import make_vec_env
-from vecenv.errors import AlreadyPendingCallError, ClosedVecEnvError, NoAsyncCallError, VecEnvError, WorkerDiedError
+from vecenv.errors import (
+    AlreadyPendingCallError,
+    ClosedVecEnvError,
+    NoAsyncCallError,
+    UncopyableInfoError,
+    VecEnvError,
+    WorkerDiedError,
+)
 from vecenv.monitor import (
     LoadMonitorResultsError,
     MissingExtraError,
@@ -48,6 +55,7 @@ __all__ = [
     "StackedObservations",
     "StepStats",
     "SubprocVecEnv",
+    "UncopyableInfoError",
     "VecCheckNan",
     "VecEnv",
     "VecEnvError",

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from vecenv.errors import add_note, env_context_note
+from vecenv.errors import UncopyableInfoError, add_note, describe_dropped, drop_uncopyable, env_context_note
 from vecenv.protocol import Command
 from vecenv.sb3_compat import matches_wrapper, wrapper_target
 from vecenv.spaces import create_batch_buffer, make_obs_writer
@@ -198,6 +198,9 @@ class EnvGroup:
         self._failed_autoreset: tuple[Any, dict[str, Any], bool, bool, bool] | None = None
         # what the last step that raised completed (see take_partial_step)
         self._partial_step: tuple[list[int], list[dict[str, Any]]] | None = None
+        # the info values the current step could not copy: (env index, "info", key, type name, reason) each; the
+        # step raises UncopyableInfoError once every env has stepped (see _copy_info_dropping)
+        self._uncopyable: list[tuple[int, str, Any, str, str]] = []
         #: if set (a ``(k, *obs_shape)`` array, by worker processes whose observations live in shared
         #: memory), the last observation of a finished episode is written there instead of into
         #: ``info["terminal_observation"]`` when it has the buffer's dtype and shape; the worker's
@@ -283,6 +286,9 @@ class EnvGroup:
             that finished stepping before it keep their results (:meth:`take_partial_step`); the env that
             raised and those after it have not stepped (an env whose automatic reset raised finishes it at its
             next step, see :meth:`_keep_partial_step`).
+        :raises UncopyableInfoError: after every env stepped (automatic resets included), if an info held a value
+            that cannot be deep-copied; every env keeps its result (:meth:`take_partial_step`), that value
+            removed from its info (see :meth:`_copy_info_dropping`).
         """
         # hot path: locals only; an observation of exactly the row's shape and dtype is stored through a
         # prebuilt row view (half the cost of buffer[j] = obs), anything else goes through the checking
@@ -333,7 +339,10 @@ class EnvGroup:
                     env_time += perf() - before
                     # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
                     if env_info:
-                        info = _copy_info(env_info)
+                        try:
+                            info = _copy_info(env_info)
+                        except Exception:
+                            info = self._copy_info_dropping(j, env_info)
                         info["TimeLimit.truncated"] = False
                         rich_infos.append(len(infos))
                     else:
@@ -353,6 +362,8 @@ class EnvGroup:
                 self._envs_with_flags = ended
             else:
                 self.rewards[stepped] = step_rewards
+            if self._uncopyable:
+                raise self._uncopyable_error()
         except BaseException as exc:
             autoreset, self._failed_autoreset = self._failed_autoreset, None
             self._keep_partial_step(exc, stepped, infos, step_rewards, autoreset)
@@ -372,11 +383,29 @@ class EnvGroup:
         obs, self.reset_infos[j] = self._reset_one(j, None, None)
         self.needs_reset[j] = False
         self.reset_by_last_step.append(j)
-        info = _copy_info(self.reset_infos[j])
+        try:
+            info = _copy_info(self.reset_infos[j])
+        except Exception:
+            info = self._copy_info_dropping(j, self.reset_infos[j])
         info["TimeLimit.truncated"] = False
         if len(info) > 1:
             self.rich_infos.append(position)
         return obs, info
+
+    def _copy_info_dropping(self, j: int, env_info: dict[str, Any]) -> dict[str, Any]:
+        """Env ``j`` returned an info that cannot be deep-copied (a lock, a generator, ...): copy it value by value,
+        leaving out each value that cannot be copied (named in ``info["vecenv.uncopyable_info"]``). Env ``j``'s step
+        goes on (its episode end and automatic reset included); the step raises :class:`UncopyableInfoError` once
+        every env has stepped, and they all keep their results (the next step returns them)."""
+        info, dropped = drop_uncopyable(env_info, deepcopy)
+        env_index = self.env_indices[j]
+        self._uncopyable += [(env_index, "info", key, type_name, reason) for key, type_name, reason in dropped]
+        return info
+
+    def _uncopyable_error(self) -> UncopyableInfoError:
+        """The error naming the info values the current step left out (which are then forgotten)."""
+        dropped, self._uncopyable = self._uncopyable, []
+        return UncopyableInfoError.from_dropped(dropped)
 
     def _finish_autoreset(self, j: int, position: int) -> tuple[Any, Any, dict[str, Any]]:
         """Env ``j``'s episode ended in a step that raised in its automatic reset: reset it now (its action is
@@ -457,8 +486,12 @@ class EnvGroup:
         written now, and :meth:`take_partial_step` hands out their infos (:attr:`ended`, :attr:`rich_infos` and
         :attr:`reset_by_last_step` describe them alone). The env that raised keeps no flag; if its episode had
         ended and its automatic reset raised (``autoreset``: what its step returned), its next step finishes
-        that reset and reports the episode end. Flags are cleared in full by the next step.
+        that reset and reports the episode end. Flags are cleared in full by the next step. Info values left out
+        because they could not be copied are named in a note on ``exc`` (unless ``exc`` is the error naming them).
         """
+        if self._uncopyable:
+            dropped, self._uncopyable = self._uncopyable, []
+            add_note(exc, f"vecenv: this step also left out info values it could not copy: {describe_dropped(dropped)}")
         done = len(infos)
         completed = list(stepped[:done])
         if completed:

@@ -6,6 +6,7 @@ This module imports nothing from the rest of vecenv.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import cloudpickle
@@ -16,6 +17,7 @@ __all__ = [
     "ClosedVecEnvError",
     "NoAsyncCallError",
     "RemoteTraceback",
+    "UncopyableInfoError",
     "VecEnvError",
     "WorkerDiedError",
 ]
@@ -58,6 +60,86 @@ class NoAsyncCallError(VecEnvError, gym_error.NoAsyncCallError):
 
 class WorkerDiedError(VecEnvError, RuntimeError):
     """A worker process ended while the parent was waiting for it (killed, crashed or exited)."""
+
+
+#: the info key under which vecenv names the values it removed from an info because they could not be copied:
+#: ``{key: type name of the removed value}`` (see :class:`UncopyableInfoError`)
+UNCOPYABLE_INFO_KEY = "vecenv.uncopyable_info"
+
+
+class UncopyableInfoError(VecEnvError, TypeError):
+    """An env returned an info (or, from a worker process, a reset info) holding a value that vecenv cannot
+    deep-copy or, to send it from a worker process, pickle: a lock, a generator, an open file, a native handle.
+
+    The step that raises it did happen, and nothing of it is lost: vecenv finished it (the automatic reset of an
+    env whose episode ended included) and keeps its results; the next step returns them without stepping those
+    envs again (their new actions are ignored), with each such value removed from its info and named in
+    ``info["vecenv.uncopyable_info"]`` (``{key: type name}``). Also a :class:`TypeError`, which deep-copying or
+    pickling such a value raises.
+
+    :param message: names each env index, info key and value type.
+    :param entries: ``(env index, key, type name)`` of each value removed.
+    """
+
+    def __init__(self, message: str, entries: Sequence[tuple[int, Any, str]] = ()) -> None:
+        super().__init__(message)
+        #: ``(env index, key, type name)`` of each value removed from an info
+        self.entries = list(entries)
+
+    def absorb(self, other: UncopyableInfoError) -> None:
+        """Also name the values ``other`` (raised by another worker in the same step) names: added to
+        :attr:`entries` and to a note."""
+        self.entries += other.entries
+        items = "; ".join(f"env {i}: info[{key!r}] is a {type_name}" for i, key, type_name in other.entries)
+        add_note(self, f"vecenv: another worker also left out info values it could not copy: {items}")
+
+    @classmethod
+    def from_dropped(cls, dropped: Sequence[tuple[int, str, Any, str, str]]) -> UncopyableInfoError:
+        """The error for ``dropped``: ``(env index, "info" or "reset info", key, type name, reason)`` of each value
+        removed."""
+        items = describe_dropped(dropped)
+        return cls(
+            f"vecenv could not copy values the envs returned in their infos: {items}. The step happened and its "
+            "results are kept: the next step returns them without stepping these envs again (their new actions are "
+            f"ignored), with those values removed and named in info[{UNCOPYABLE_INFO_KEY!r}]. Return values that can "
+            "be deep-copied and pickled in infos (e.g. a number, or a string describing the object) instead.",
+            [(env_index, key, type_name) for env_index, _, key, type_name, _ in dropped],
+        )
+
+
+def describe_dropped(dropped: Sequence[tuple[int, str, Any, str, str]]) -> str:
+    """``env 0: info['lock'] is a _thread.lock (TypeError: ...); ...`` for :meth:`UncopyableInfoError.from_dropped`'s
+    ``dropped``."""
+    return "; ".join(
+        f"env {env_index}: {what}[{key!r}] is a {type_name} ({reason})"
+        for env_index, what, key, type_name, reason in dropped
+    )
+
+
+def drop_uncopyable(
+    info: dict[Any, Any], copy: Callable[[Any], Any]
+) -> tuple[dict[Any, Any], list[tuple[Any, str, str]]]:
+    """``info`` without the values ``copy`` raises on, the others replaced by what it returns; the keys removed are
+    added to ``info[UNCOPYABLE_INFO_KEY]`` (``{key: type name}``).
+
+    :return: ``(new info, [(key, type name, reason)] of the values removed)``.
+    """
+    kept: dict[Any, Any] = {}
+    dropped: list[tuple[Any, str, str]] = []
+    for key, value in info.items():
+        try:
+            kept[key] = copy(value)
+        except Exception as exc:
+            value_type = type(value)
+            module = "" if value_type.__module__ == "builtins" else f"{value_type.__module__}."
+            dropped.append((key, f"{module}{value_type.__qualname__}", f"{type(exc).__name__}: {exc}"))
+    if dropped:
+        listed = kept.get(UNCOPYABLE_INFO_KEY)
+        kept[UNCOPYABLE_INFO_KEY] = {
+            **(listed if isinstance(listed, dict) else {}),
+            **{key: type_name for key, type_name, _ in dropped},
+        }
+    return kept, dropped
 
 
 class RemoteTraceback(Exception):

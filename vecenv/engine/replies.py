@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from operator import methodcaller
 from typing import Any
 
-from vecenv.errors import WorkerDiedError
+from vecenv.errors import UncopyableInfoError, WorkerDiedError
 from vecenv.stats import StepClock
 from vecenv.workers import Worker
 
@@ -63,8 +63,9 @@ def call_all(
     fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker], clock: StepClock | None = None
 ) -> list[Any]:
     """``fn(item)`` for every item, in the order their workers' replies arrive (``workers[k]`` answers
-    ``items[k]``), even if some fail (so every worker's reply is drained), then raise the first error; results
-    are in the order of ``items``.
+    ``items[k]``), even if some fail (so every worker's reply is drained), then raise the first error (which
+    names the values that the others' :class:`~vecenv.errors.UncopyableInfoError` name too); results are in the
+    order of ``items``.
 
     A :class:`~vecenv.errors.WorkerDiedError` propagates at once, without waiting for the other workers (one
     of them may be stuck in a long env step): their replies are collected or discarded by the next request.
@@ -78,6 +79,8 @@ def call_all(
         except WorkerDiedError:
             raise
         except Exception as exc:
+            if isinstance(first_error, UncopyableInfoError) and isinstance(exc, UncopyableInfoError):
+                first_error.absorb(exc)  # one error names every value a step left out
             first_error = first_error or exc
     if first_error is not None:
         raise first_error

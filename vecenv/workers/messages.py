@@ -49,7 +49,14 @@ import cloudpickle
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
-from vecenv.errors import PackedException, WorkerDiedError
+from vecenv.errors import (
+    PackedException,
+    UncopyableInfoError,
+    WorkerDiedError,
+    add_note,
+    describe_dropped,
+    drop_uncopyable,
+)
 from vecenv.protocol import Command
 from vecenv.spaces import batch_assign
 from vecenv.stats import thread_run_queue_seconds
@@ -119,6 +126,8 @@ class GroupServer:
         group.dense_infos = False  # only the rich infos travel (see step)
         self.obs_in_shm = False
         self.arrays_in_shm = False
+        # a step that completed but whose reply could not be pickled as it was: (local ids, picklable payload)
+        self._completed_step: tuple[list[int], tuple[Any, ...]] | None = None
         self._restart_accounts()
 
     # --- the accounts of vecenv.stats: the transport calls received() / replied() around each request --------
@@ -191,7 +200,9 @@ class GroupServer:
                 command, arg = pickle.loads(message[1:])
                 reply = bytes([OK]) + dumps(self.call(command, arg))
         except Exception as exc:
-            partial = self._partial_step_payload() if command is Command.STEP else None
+            partial = None
+            if command is Command.STEP:
+                partial, exc = self._partial_step_payload(exc)
             reply = bytes([FAILED]) + dumps((PackedException(exc, traceback.format_exc()), partial))
         return reply, command
 
@@ -214,12 +225,25 @@ class GroupServer:
 
 
     def step(self, actions: Any, indices: list[int] | None) -> bytes:
+        """Step the group; the reply message.
+
+        :raises UncopyableInfoError: if an info or reset info cannot be pickled; the step is complete and its
+            results travel as a failed step's completed part (see :meth:`_partial_step_payload`).
+        """
         group = self.group
         infos, reset_infos = group.step(actions, indices)
         payload = self._step_payload(infos, reset_infos)
         if payload is None:
             return OK_EMPTY_DONE_MESSAGE if group.ended else OK_EMPTY_MESSAGE
-        return bytes([OK]) + dumps(payload)
+        try:
+            return bytes([OK]) + dumps(payload)
+        except Exception as error:
+            stepped = list(range(len(group)) if indices is None else indices)
+            picklable, dropped = self._picklable_payload(payload, stepped)
+            if not dropped:  # not an info (an observation, ...): the step reports the pickling error
+                raise
+            self._completed_step = (stepped, picklable)
+            raise UncopyableInfoError.from_dropped(dropped) from error
 
 
     def _step_payload(self, infos: list[dict[str, Any]], reset_infos: list[dict[str, Any]]) -> tuple[Any, ...] | None:
@@ -242,15 +266,60 @@ class GroupServer:
         return (*self._arrays(), sparse_infos, sparse_resets)
 
 
-    def _partial_step_payload(self) -> tuple[Any, ...] | None:
-        """After a step that raised: ``(completed local indices, obs, rewards_dones, sparse_infos, sparse_resets)``
-        of the envs that finished stepping before the error (they keep their results), or None."""
+    def _partial_step_payload(self, exc: Exception) -> tuple[tuple[Any, ...] | None, Exception]:
+        """After a step that raised ``exc``: ``(completed local indices, obs, rewards_dones, sparse_infos,
+        sparse_resets)`` of the envs that finished stepping before the error (they keep their results), or None;
+        and the error to report: ``exc``, naming also the info values left out because pickle refused them."""
+        completed_step, self._completed_step = self._completed_step, None
+        if completed_step is not None:
+            completed, payload = completed_step
+            return (completed, *payload), exc
         partial = self.group.take_partial_step()
         if partial is None:
-            return None
+            return None, exc
         completed, infos = partial
-        payload = self._step_payload(infos, self.group.reset_infos)
-        return (completed, *(payload if payload is not None else (None, None, [], [])))
+        payload = self._step_payload(infos, self.group.reset_infos) or (None, None, [], [])
+        try:
+            dumps(payload)
+        except Exception:
+            payload, dropped = self._picklable_payload(payload, completed)
+            if dropped:
+                if isinstance(exc, UncopyableInfoError):
+                    exc.entries += [(env_index, key, type_name) for env_index, _, key, type_name, _ in dropped]
+                note = describe_dropped(dropped)
+                add_note(exc, f"vecenv: this step also left out info values it could not pickle: {note}")
+        return (completed, *payload), exc
+
+    def _picklable_payload(
+        self, payload: tuple[Any, ...], stepped: Sequence[int]
+    ) -> tuple[tuple[Any, ...], list[tuple[int, str, Any, str, str]]]:
+        """A step ``payload`` (:meth:`_step_payload`) of the envs at local indices ``stepped`` whose infos and reset
+        infos lost the values pickle refuses. :return: ``(payload, [(env index, "info" or "reset info", key,
+        type name, reason)] of the values removed)``."""
+        obs, rewards_dones, sparse_infos, sparse_resets = payload
+        env_indices = self.group.env_indices
+        dropped: list[tuple[int, str, Any, str, str]] = []
+
+        def picklable(value: Any) -> Any:
+            dumps(value)
+            return value
+
+        def clean(pairs: list[tuple[int, dict[str, Any]]], what: str, local: Sequence[int] | None) -> list[Any]:
+            cleaned = []
+            for p, info in pairs:
+                try:
+                    dumps(info)
+                except Exception:
+                    kept, removed = drop_uncopyable(info, picklable)
+                    env_index = env_indices[p if local is None else local[p]]
+                    dropped.extend((env_index, what, key, type_name, reason) for key, type_name, reason in removed)
+                    cleaned.append((p, kept))
+                else:
+                    cleaned.append((p, info))
+            return cleaned
+
+        cleaned = (clean(sparse_infos, "info", stepped), clean(sparse_resets, "reset info", None))
+        return (obs, rewards_dones, *cleaned), dropped
 
 
 class MessageWorker(Worker):
