@@ -268,6 +268,7 @@ GYM_MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore::UserWarning")  # AsyncVectorEnv logs the env's error as Gymnasium does
 @pytest.mark.parametrize("cls", ["sync", "async"])
 @pytest.mark.parametrize("mode", GYM_MODES, ids=lambda m: m.name)
 def test_gymnasium_api_failed_step_reports_the_termination_once(cls, mode, built):
