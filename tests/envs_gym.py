@@ -9,6 +9,7 @@ both (cycling), and infos carry keys of several types, some only on some steps (
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -275,3 +276,75 @@ class BoundsEnv(gym.Env):
         self.t += 1
         obs = np.full(self.observation_space.shape, self.index + self.t / 10, dtype=np.float32)
         return obs, 0.5, self.t >= 2 + self.index, False, {"t": self.t}
+
+
+class RaisingEnv(gym.Env):
+    """Gymnasium's ``raise_error_reset`` / ``raise_error_step`` test env: ``reset(seed=1)`` raises ``ValueError("Error
+    in reset")``, a step with an action ``>= 1`` raises ``ValueError("Error in step with {action}")``."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = spaces.Discrete(3)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed, options=options)
+        if seed == 1:
+            raise ValueError("Error in reset")
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if action >= 1:
+            raise ValueError(f"Error in step with {action}")
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+class OptionsEnv(gym.Env):
+    """Its reset info says which ``options`` its ``reset`` received: ``{"options": repr(options)}``."""
+
+    observation_space = spaces.Discrete(2)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        return 0, {"options": repr(options)}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        return 0, 0.0, False, False, {}
+
+
+class AttributeEnv(gym.Env):
+    """Attributes for ``get_attr`` / ``call``: ``counted`` (a property counting its reads in ``reads``), ``bad`` (a
+    property that counts its reads in ``bad_reads``, then raises ``ValueError``), ``lock`` (cannot be pickled),
+    ``broken()`` (reads the misspelt ``self.levle_count``: an ``AttributeError`` with a "Did you mean" hint).
+
+    :param typo_in_init: ``__init__`` itself reads ``self.levle_count``.
+    """
+
+    observation_space = spaces.Discrete(2)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, typo_in_init: bool = False) -> None:
+        self.level_count = 1
+        self.reads = self.bad_reads = 0
+        self.lock = threading.Lock()
+        if typo_in_init:
+            self.broken()
+
+    @property
+    def counted(self) -> int:
+        self.reads += 1
+        return self.reads
+
+    @property
+    def bad(self) -> int:
+        self.bad_reads += 1
+        raise ValueError("bad property")
+
+    def broken(self) -> int:
+        return self.levle_count  # type: ignore[attr-defined,no-any-return]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        return 0, 0.0, False, False, {}

@@ -274,6 +274,7 @@ GYM_MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore::UserWarning")  # AsyncVectorEnv logs the env's error as Gymnasium does
 @pytest.mark.parametrize("cls", ["sync", "async"])
 @pytest.mark.parametrize("mode", GYM_MODES, ids=lambda m: m.name)
 @pytest.mark.parametrize(

@@ -9,7 +9,9 @@ hand; that reference is itself checked against Gymnasium first.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import multiprocessing as mp
 import os
 import re
@@ -29,7 +31,17 @@ from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, Cus
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 import vecenv.gymnasium as vg
-from tests.envs_gym import BoundsEnv, CustomSpaceEnv, EnvFaultError, ParityEnv, SlowEnv
+from tests.envs_gym import (
+    AttributeEnv,
+    BoundsEnv,
+    CustomSpaceEnv,
+    EnvFaultError,
+    OptionsEnv,
+    ParityEnv,
+    RaisingEnv,
+    SlowEnv,
+)
+from vecenv import SubprocVecEnv
 
 MODES = list(AutoresetMode)
 MODE_IDS = [mode.name for mode in MODES]
@@ -603,6 +615,7 @@ def test_reset_does_not_modify_the_callers_options() -> None:
     ours.close()
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # AsyncVectorEnv logs the error as Gymnasium does
 @pytest.mark.parametrize("cls", ["sync", "async"])
 def test_env_exception_is_reraised_with_its_type(cls: str) -> None:
     fns = env_fns("box", n=3)
@@ -819,6 +832,173 @@ def test_action_space_mismatch_is_a_runtime_error() -> None:
     for build in (lambda: vg.SyncVectorEnv(fns), lambda: vg.AsyncVectorEnv(fns, context=CTX, n_workers=2)):
         with pytest.raises(RuntimeError, match="action space"):
             build()
+
+
+# --- the names of gymnasium.vector, options of masked resets, env errors, attribute reads ----------
+
+
+def test_every_name_of_gymnasium_vector_is_importable_from_vecenv_gymnasium() -> None:
+    from vecenv.gymnasium import (  # the import a gymnasium.vector user rewrites
+        AsyncVectorEnv,
+        AutoresetMode,
+        SyncVectorEnv,
+        VectorActionWrapper,
+        VectorEnv,
+        VectorObservationWrapper,
+        VectorRewardWrapper,
+        VectorWrapper,
+        utils,
+    )
+
+    assert set(gym.vector.__all__) <= set(vg.__all__)
+    for name in gym.vector.__all__:
+        if name in ("SyncVectorEnv", "AsyncVectorEnv"):
+            assert getattr(vg, name) is not getattr(gym.vector, name)
+            assert issubclass(getattr(vg, name), gym.vector.VectorEnv)
+        else:  # re-exported: the very same object
+            assert getattr(vg, name) is getattr(gym.vector, name), name
+    assert AutoresetMode.SAME_STEP is gym.vector.AutoresetMode.SAME_STEP
+    assert utils.batch_space is gym.vector.utils.batch_space
+    assert issubclass(SyncVectorEnv, VectorEnv) and issubclass(AsyncVectorEnv, VectorEnv)
+    for wrapper in (VectorWrapper, VectorObservationWrapper, VectorActionWrapper, VectorRewardWrapper):
+        assert wrapper.__module__.startswith("gymnasium.")
+    envs = VectorRewardWrapper(SyncVectorEnv(env_fns("box", n=2)))  # Gymnasium's wrappers wrap ours
+    envs.rewards = lambda rewards: rewards * 2  # type: ignore[method-assign]
+    envs.reset(seed=0)
+    assert envs.step(np.array([0, 1]))[1].dtype == np.float64
+    envs.close()
+
+
+#: ``reset(options=...)`` as given (deep-copied: Gymnasium pops ``reset_mask`` from the caller's dict) and the
+#: ``options`` each env's reset receives from Gymnasium 1.4 (Sync and Async alike; None: that env is not reset)
+OPTIONS_CASES = [
+    (None, ["None", "None"]),
+    ({}, ["{}", "{}"]),
+    ({"level": 2}, ["{'level': 2}", "{'level': 2}"]),
+    ({"reset_mask": np.array([True, False])}, ["{}", None]),
+    ({"reset_mask": np.array([False, True]), "level": 3}, [None, "{'level': 3}"]),
+]
+
+
+@pytest.mark.parametrize("cls", ["SyncVectorEnv", "AsyncVectorEnv"])
+def test_reset_options_each_env_receives_match_gymnasium(cls: str) -> None:
+    kwargs: dict[str, Any] = {} if cls == "SyncVectorEnv" else {"context": CTX}
+    ref = getattr(gym.vector, cls)([OptionsEnv, OptionsEnv], **kwargs)
+    ours = getattr(vg, cls)([OptionsEnv, OptionsEnv], **kwargs)
+    try:
+        for venv in (ref, ours):
+            venv.reset()
+        for options, received in OPTIONS_CASES:
+            _, expected = ref.reset(options=copy.deepcopy(options))
+            _, infos = ours.reset(options=copy.deepcopy(options))
+            assert_same(infos, expected, f"reset(options={options!r})")
+            masked = zip(infos["options"], infos["_options"], strict=True)
+            assert [value if reset else None for value, reset in masked] == received
+    finally:
+        ref.close()
+        ours.close()
+
+
+def _warning_texts(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(warning.message.args[0]) for warning in caught]  # type: ignore[union-attr]
+
+
+def test_env_errors_are_logged_like_gymnasium() -> None:
+    """Gymnasium's test_async_vector_subenv_error (tests/vector/test_async_vector_env.py), on ours; with one env
+    per worker process (Gymnasium's layout), so that both envs that raise in the step are stepped."""
+    envs = vg.AsyncVectorEnv([RaisingEnv] * 2, context=CTX)
+    with warnings.catch_warnings(record=True) as caught:
+        envs.reset(seed=[0, 0])
+    assert len(caught) == 0
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(ValueError, match="Error in reset") as info:
+        envs.reset(seed=[1, 0])
+    assert any("raised by env 0 during reset" in note for note in info.value.__notes__)  # vecenv's details stay
+    envs.close()
+    texts = _warning_texts(caught)
+    assert len(texts) == 3, texts
+    assert "Received the following error from Worker-0 - Shutting it down" in texts[0]
+    assert 'in reset\n    raise ValueError("Error in reset")\nValueError: Error in reset\n\x1b[0m' in texts[1]
+    assert texts[2] == "\x1b[31mERROR: Raising the last exception back to the main process.\x1b[0m"
+
+    envs = vg.AsyncVectorEnv([RaisingEnv] * 3, context=CTX, n_workers=3)
+    envs.reset()
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(ValueError, match="Error in step") as info:
+        envs.step([0, 1, 2])
+    envs.close()
+    texts = _warning_texts(caught)
+    assert len(texts) == 5, texts
+    workers = []
+    for received, trace in (texts[0:2], texts[2:4]):
+        match = re.match(r"\x1b\[31mERROR: Received the following error from Worker-([12]) - Shutting it down\x1b\[0m$",
+                         received)
+        assert match, received
+        workers.append(match.group(1))
+        assert re.match(
+            rf"\x1b\[31mERROR: Traceback \(most recent call last\):(?s:.)*in step(?s:.)*"
+            rf"ValueError: Error in step with {match.group(1)}\n\x1b\[0m$",
+            trace,
+        ), trace
+    assert sorted(workers) == ["1", "2"]
+    assert workers[1] in str(info.value)  # the error raised is the one logged last
+    assert texts[4] == "\x1b[31mERROR: Raising the last exception back to the main process.\x1b[0m"
+
+
+def _printed(error: BaseException) -> str:
+    """``error`` as the interpreter prints an uncaught exception (on Python 3.10 / 3.11 only that printer adds the
+    "Did you mean" hint, from the error's ``name`` and ``obj``)."""
+    out = io.StringIO()
+    with contextlib.redirect_stderr(out):
+        sys.__excepthook__(type(error), error, error.__traceback__)
+    return out.getvalue()
+
+
+def _last_error_line(printed: str) -> str:
+    return [line for line in printed.splitlines() if line.startswith("AttributeError: ")][-1]
+
+
+def test_attribute_error_hint_survives_the_worker_process() -> None:
+    with pytest.raises(AttributeError) as in_process:
+        AttributeEnv(typo_in_init=True)
+    expected = _last_error_line(_printed(in_process.value))
+    assert expected.endswith(". Did you mean: 'level_count'?")  # what the interpreter prints in process
+    with pytest.raises(AttributeError) as info:
+        vg.AsyncVectorEnv([partial(AttributeEnv, True)] * 2, context=CTX)
+    assert _last_error_line(_printed(info.value)) == expected
+    assert info.value.name == "levle_count"
+    venv = SubprocVecEnv([AttributeEnv, AttributeEnv], start_method=CTX)  # the same error path
+    try:
+        with pytest.raises(AttributeError) as info:
+            venv.env_method("broken", indices=1)
+        assert _last_error_line(_printed(info.value)) == expected
+        assert any("raised by env 1" in note for note in info.value.__notes__)
+    finally:
+        venv.close()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # both log the pickling error (the log is tested above)
+def test_get_attr_reads_each_attribute_once_like_gymnasium() -> None:
+    ref = gym.vector.AsyncVectorEnv([AttributeEnv], context=CTX)
+    ours = vg.AsyncVectorEnv([AttributeEnv, AttributeEnv], context=CTX)
+    try:
+        assert ref.get_attr("counted") == (1,) and ref.call("counted") == (2,)  # Gymnasium: one read each
+        assert ours.get_attr("counted") == (1, 1)
+        assert ours.call("counted") == (2, 2)
+        assert ours.get_attr("reads") == (2, 2)
+        for read in (ours.get_attr, ours.call):
+            error = _error(lambda read=read: read("bad"))
+            assert type(error) is ValueError and str(error) == "bad property"
+        assert ours.get_attr("bad_reads") == (2, 2)  # one read per get_attr / call, not two
+        expected = _error(lambda: ref.get_attr("lock"))
+        for read in (ours.get_attr, ours.call):
+            error = _error(lambda read=read: read("lock"))
+            assert type(error) is type(expected) is TypeError
+            assert str(error) == str(expected) == "cannot pickle '_thread.lock' object"
+            assert re.match(r"vecenv: raised by env [01] during call$", error.__notes__[0])  # whichever came first
+            assert "the result of call('lock') cannot be pickled" in error.__notes__[1]
+        assert ours.get_attr("level_count") == (1, 1)  # still usable
+    finally:
+        ref.close(terminate=True)
+        ours.close()
 
 
 # --- CleanRL-style example (torch) ----------------------------------------------------------------

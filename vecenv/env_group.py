@@ -17,8 +17,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from vecenv.errors import UncopyableInfoError, add_note, describe_dropped, drop_uncopyable, env_context_note
-from vecenv.protocol import Command
+from vecenv.errors import (
+    UncopyableInfoError,
+    add_env_context,
+    add_note,
+    describe_dropped,
+    drop_uncopyable,
+)
+from vecenv.protocol import Command, EmptyOptions
 from vecenv.sb3_compat import matches_wrapper, wrapper_target
 from vecenv.spaces import create_batch_buffer, make_obs_writer
 
@@ -75,7 +81,7 @@ def _build_env(env_fn: Callable[[], gym.Env], env_index: int) -> gym.Env:
     try:
         env = env_fn()
     except Exception as exc:
-        add_note(exc, env_context_note(env_index, "env construction (calling env_fns[i]())"))
+        add_env_context(exc, env_index, "env construction (calling env_fns[i]())")
         raise
     if not isinstance(env, gym.Env):
         raise TypeError(
@@ -226,6 +232,7 @@ class EnvGroup:
             Command.SET_ATTR: self.set_attr,
             Command.HAS_ATTR: self.has_attr,
             Command.ENV_METHOD: self.env_method,
+            Command.CALL: self.call,
             Command.IS_WRAPPED: self.is_wrapped,
             Command.RENDER: self.render,
             Command.CLOSE: self.close,
@@ -269,7 +276,7 @@ class EnvGroup:
         return accounts
 
     def _fail(self, exc: BaseException, local_index: int, command: Command) -> None:
-        add_note(exc, env_context_note(self.env_indices[local_index], command.label))
+        add_env_context(exc, self.env_indices[local_index], command.label)
 
     # --- stepping ---------------------------------------------------------------------------------
 
@@ -545,16 +552,18 @@ class EnvGroup:
         and Gymnasium's vector envs make it). A reset the caller asked for (``explicit``), or one with a stored
         seed / options, is SB3's ``env.reset(seed=seed)`` plus ``options=`` only when there are options, or, once
         :attr:`gymnasium_resets` is set, Gymnasium's ``env.reset(seed=seed, options=options)`` with both keywords
-        always passed (None when not given).
+        always passed (None when not given; ``{}`` for an :class:`~vecenv.protocol.EmptyOptions`, as Gymnasium
+        passes the empty dict its caller gave).
         """
         if seed is None:
             seed = self.next_reset_seeds[j]
+        no_options: dict[str, Any] | None = {} if isinstance(options, EmptyOptions) else None
         if not options:
             options = self.next_reset_options[j]
         started = perf_counter()
         try:
             if options or (self.gymnasium_resets and (explicit or seed is not None)):
-                result = self.envs[j].reset(seed=seed, options=options or None)
+                result = self.envs[j].reset(seed=seed, options=options or no_options)
             elif explicit or seed is not None:
                 result = self.envs[j].reset(seed=seed)
             else:
@@ -645,6 +654,17 @@ class EnvGroup:
         """``(name, args, kwargs, indices)`` -> ``env.get_wrapper_attr(name)(*args, **kwargs)`` per env."""
         name, args, kwargs, indices = payload
         return self._call_each(Command.ENV_METHOD, indices, lambda env: env.get_wrapper_attr(name)(*args, **kwargs))
+
+    def call(self, payload: tuple[str, tuple[Any, ...], dict[str, Any], Sequence[int]]) -> list[Any]:
+        """``(name, args, kwargs, indices)`` -> Gymnasium's ``call`` per env: ``env.get_wrapper_attr(name)``, read
+        once, then called with ``args`` / ``kwargs`` if it is callable, else returned as it is."""
+        name, args, kwargs, indices = payload
+
+        def call(env: gym.Env) -> Any:
+            value = env.get_wrapper_attr(name)
+            return value(*args, **kwargs) if callable(value) else value
+
+        return self._call_each(Command.CALL, indices, call)
 
     def is_wrapped(self, payload: tuple[type[gym.Wrapper], Sequence[int]]) -> list[bool]:
         """``(wrapper_class, indices)`` -> whether each env's wrapper chain contains ``wrapper_class``."""

@@ -16,6 +16,7 @@ __all__ = [
     "AlreadyPendingCallError",
     "ClosedVecEnvError",
     "NoAsyncCallError",
+    "RemoteObject",
     "RemoteTraceback",
     "UncopyableInfoError",
     "VecEnvError",
@@ -174,12 +175,77 @@ def env_context_note(env_index: int, command: str) -> str:
     return f"vecenv: raised by env {env_index} during {command}"
 
 
+#: the attributes vecenv sets on an env's exception: the env that raised it; the errors of the other workers
+#: answering the same request
+_ENV_INDEX = "_vecenv_env_index"
+_OTHER_ERRORS = "_vecenv_other_errors"
+
+
+def add_env_context(exc: BaseException, env_index: int, command: str) -> None:
+    """Mark ``exc`` as raised by sub-env ``env_index`` while running ``command``: a note saying so (see
+    :func:`env_context_note`), and the env index, read back with :func:`env_index_of`."""
+    add_note(exc, env_context_note(env_index, command))
+    setattr(exc, _ENV_INDEX, env_index)
+
+
+def env_index_of(exc: BaseException) -> int | None:
+    """The sub-env that raised ``exc`` (see :func:`add_env_context`); None if it was not raised by an env."""
+    env_index = getattr(exc, _ENV_INDEX, None)
+    return env_index if isinstance(env_index, int) else None
+
+
+def add_other_errors(exc: BaseException, others: list[BaseException]) -> None:
+    """Record on ``exc``, the error a request raises, the errors other workers raised answering the same request
+    (read back with :func:`other_errors`)."""
+    setattr(exc, _OTHER_ERRORS, [*other_errors(exc), *others])
+
+
+def other_errors(exc: BaseException) -> list[BaseException]:
+    """The errors other workers raised answering the request that raised ``exc``, in the order they arrived."""
+    return list(getattr(exc, _OTHER_ERRORS, []))
+
+
+class RemoteObject:
+    """Stands in the calling process for the object of an :class:`AttributeError` raised in a worker (its ``obj``,
+    which cannot travel): it lists the original object's attribute names, so that Python's "Did you mean: ...?"
+    hint, computed from ``name`` and ``dir(obj)`` when the error is printed, is the one the worker would print.
+
+    :param description: what the original object was, e.g. ``"<MyEnv object in a worker>"``.
+    :param names: ``dir()`` of the original object.
+    """
+
+    def __init__(self, description: str, names: list[str]) -> None:
+        self._description = description
+        self._names = names
+
+    def __dir__(self) -> list[str]:
+        return list(self._names)
+
+    def __repr__(self) -> str:
+        return self._description
+
+
+def _missing_attribute(exc: BaseException) -> tuple[str, str, list[str]] | None:
+    """``(name, description of obj, dir(obj))`` of an :class:`AttributeError` that knows its ``name`` and ``obj``
+    (Python's hint needs both); None otherwise."""
+    name, obj = getattr(exc, "name", None), getattr(exc, "obj", None)
+    if not isinstance(exc, AttributeError) or not isinstance(name, str) or obj is None:
+        return None
+    try:
+        names = [n for n in dir(obj) if isinstance(n, str)]
+    except Exception:
+        return None
+    return name, f"<{type(obj).__qualname__} object in a worker>", names
+
+
 class PackedException:
     """A picklable record of an exception raised in a worker, rebuilt in the parent by :meth:`rebuild`.
 
     The exception object itself is cloudpickled when possible so the parent re-raises the env's own
     type with its own attributes; if it cannot be pickled (or unpickled), the parent builds
-    ``type(message)`` or, failing that, a :class:`RuntimeError` naming the original type.
+    ``type(message)`` or, failing that, a :class:`RuntimeError` naming the original type. An
+    :class:`AttributeError` gets back its ``name`` and, as ``obj``, a :class:`RemoteObject` (pickling drops both),
+    so Python still prints its "Did you mean: ...?" hint.
     """
 
     def __init__(self, exc: BaseException, tb: str) -> None:
@@ -187,6 +253,8 @@ class PackedException:
         self.message = str(exc)
         self.notes = list(getattr(exc, "__notes__", []))
         self.tb = tb
+        self.missing_attribute = _missing_attribute(exc)
+        self.env_index = env_index_of(exc)
         try:
             self.payload: bytes | None = cloudpickle.dumps(exc)
         except Exception:
@@ -208,6 +276,11 @@ class PackedException:
             if note not in existing:
                 add_note(exc, note)
         add_note(exc, f"vecenv: raised in {where}; its traceback is chained above as RemoteTraceback")
+        if self.env_index is not None:
+            setattr(exc, _ENV_INDEX, self.env_index)
+        if isinstance(exc, AttributeError) and self.missing_attribute is not None:
+            name, description, names = self.missing_attribute
+            exc.name, exc.obj = name, RemoteObject(description, names)
         exc.__cause__ = RemoteTraceback(self.tb)
         return exc
 

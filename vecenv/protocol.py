@@ -8,6 +8,7 @@ Ray actors receive it as byte messages and answer with one reply message each (s
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 
 class Command(enum.IntEnum):
@@ -28,8 +29,20 @@ class Command(enum.IntEnum):
     SET_NEXT_RESET = 11
     #: the group's time accounts (payload: whether to restart them), see :mod:`vecenv.stats`
     STATS = 12
+    #: Gymnasium's ``call``: an attribute read once, then called with the arguments if it is callable
+    CALL = 13
 
     @property
     def label(self) -> str:
         """Lower-case name used in error messages, e.g. ``"env_method"``."""
         return self.name.lower()
+
+
+class EmptyOptions(dict[str, Any]):
+    """``options={}`` as the caller of a Gymnasium-style reset gave it (``reset(options={})``, or a
+    ``reset_mask`` and nothing else), as opposed to no options at all.
+
+    In the per-env options of a RESET payload an empty dict means "no options" (the envs get ``options=None``,
+    or the options stored for their next reset); this one makes a Gymnasium-style reset
+    (:attr:`~vecenv.env_group.EnvGroup.gymnasium_resets`) pass ``options={}``, as Gymnasium's vector envs do.
+    """

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from operator import methodcaller
 from typing import Any
 
-from vecenv.errors import UncopyableInfoError, WorkerDiedError
+from vecenv.errors import UncopyableInfoError, WorkerDiedError, add_other_errors
 from vecenv.stats import StepClock
 from vecenv.workers import Worker
 
@@ -63,27 +63,30 @@ def call_all(
     fn: Callable[[Any], Any], items: Sequence[Any], workers: Sequence[Worker], clock: StepClock | None = None
 ) -> list[Any]:
     """``fn(item)`` for every item, in the order their workers' replies arrive (``workers[k]`` answers
-    ``items[k]``), even if some fail (so every worker's reply is drained), then raise the first error (which
-    names the values that the others' :class:`~vecenv.errors.UncopyableInfoError` name too); results are in the
-    order of ``items``.
+    ``items[k]``), even if some fail (so every worker's reply is drained), then raise the first error (the others
+    are recorded on it: :func:`vecenv.errors.other_errors`; it also names the values that the others'
+    :class:`~vecenv.errors.UncopyableInfoError` name); results are in the order of ``items``.
 
     A :class:`~vecenv.errors.WorkerDiedError` propagates at once, without waiting for the other workers (one
     of them may be stuck in a long env step): their replies are collected or discarded by the next request.
     So do KeyboardInterrupt and SystemExit. ``clock``: see :func:`ready_order`.
     """
     results: list[Any] = [None] * len(items)
-    first_error: BaseException | None = None
+    errors: list[BaseException] = []
     for k in ready_order(workers, clock):
         try:
             results[k] = fn(items[k])
         except WorkerDiedError:
             raise
         except Exception as exc:
-            if isinstance(first_error, UncopyableInfoError) and isinstance(exc, UncopyableInfoError):
-                first_error.absorb(exc)  # one error names every value a step left out
-            first_error = first_error or exc
-    if first_error is not None:
-        raise first_error
+            if errors and isinstance(errors[0], UncopyableInfoError) and isinstance(exc, UncopyableInfoError):
+                errors[0].absorb(exc)  # one error names every value a step left out
+            else:
+                errors.append(exc)
+    if errors:
+        if len(errors) > 1:
+            add_other_errors(errors[0], errors[1:])
+        raise errors[0]
     return results
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import re
-from collections.abc import Callable, Iterable, Sequence
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -15,7 +15,7 @@ from gymnasium.core import RenderFrame
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.async_vector_env import AsyncState
 
-from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError
+from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError, RemoteTraceback, env_index_of, other_errors
 from vecenv.gymnasium.async_backend import (
     GymSubprocVecEnv,
     check_async_arguments,
@@ -25,18 +25,52 @@ from vecenv.gymnasium.async_backend import (
     start_backend,
     worker_count,
 )
-from vecenv.gymnasium.conversions import attribute_values_for_call
 from vecenv.gymnasium.observation_modes import check_observation_mode
 from vecenv.gymnasium.vector_env import VecenvVectorEnv, values_per_env
 from vecenv.protocol import Command
 from vecenv.vec_env import CallRequests, ResetRequests
 
-__all__ = ["AsyncVectorEnv"]
+__all__ = ["AsyncVectorEnv", "log_env_errors"]
 
 #: names Gymnasium's AsyncVectorEnv refuses in ``call`` (its worker commands)
 _ASYNC_RESERVED_CALLS = ("reset", "step", "close", "_setattr", "_check_spaces")
-#: the end of the ``TypeError`` of calling an attribute that is not callable
-_NOT_CALLABLE = re.compile(r"object is not callable$")
+
+
+def _env_traceback(error: BaseException) -> str:
+    """The traceback of an env's ``error`` as the process running the env formatted it, without vecenv's notes."""
+    cause = error.__cause__
+    text = cause.tb if isinstance(cause, RemoteTraceback) else "".join(traceback.format_exception(error))
+    lines = text.splitlines(keepends=True)
+    while lines and lines[-1].startswith("vecenv: "):
+        lines.pop()
+    return "".join(lines)
+
+
+def log_env_errors(error: BaseException) -> None:
+    """Log the envs' errors of a failed request as Gymnasium's ``AsyncVectorEnv`` does before raising one
+    (``gymnasium.logger.error``, which warns): for each env that raised, ``Received the following error from
+    Worker-{env index} - Shutting it down`` and the env's traceback; then ``Raising the last exception back to the
+    main process.``. ``error``, the one raised, comes last, after the errors of the other workers (see
+    :func:`vecenv.errors.other_errors`). Errors that no env raised (a worker that died, a time-out) are not logged.
+
+    :param error: the error the request raised.
+    """
+    env_errors = [e for e in (*other_errors(error), error) if env_index_of(e) is not None]
+    for env_error in env_errors:
+        logger.error(f"Received the following error from Worker-{env_index_of(env_error)} - Shutting it down")
+        logger.error(f"{_env_traceback(env_error)}")
+    if env_errors:
+        logger.error("Raising the last exception back to the main process.")
+
+
+@contextlib.contextmanager
+def _logging_env_errors() -> Iterator[None]:
+    """Collect a request's replies inside this: an env's error is logged (:func:`log_env_errors`), then raised."""
+    try:
+        yield
+    except Exception as error:
+        log_env_errors(error)
+        raise
 
 
 class AsyncVectorEnv(VecenvVectorEnv):
@@ -46,7 +80,8 @@ class AsyncVectorEnv(VecenvVectorEnv):
     Same constructor, methods, return values and errors as Gymnasium's class (see :class:`SyncVectorEnv` for
     ``reset`` / ``step``), including ``reset_async`` / ``reset_wait``, ``step_async`` / ``step_wait``,
     ``call_async`` / ``call_wait`` with ``timeout``. An exception raised by an env reaches you with its own type,
-    a note naming the env, and the worker's traceback chained; the vector env stays usable.
+    a note naming the env, and the worker's traceback chained, after Gymnasium's log of it
+    (:func:`log_env_errors`); the vector env stays usable.
 
     .. warning:: With the ``forkserver`` (vecenv's default) and ``spawn`` contexts, scripts must guard their
         entry point with ``if __name__ == "__main__":``; env factories are sent to the workers with cloudpickle.
@@ -129,7 +164,6 @@ class AsyncVectorEnv(VecenvVectorEnv):
         self._state = AsyncState.DEFAULT
         self._reset_requests: ResetRequests = []
         self._reset_ids: list[int] | None = None
-        self._call_name = ""
 
     @property
     def processes(self) -> list[multiprocessing.process.BaseProcess]:
@@ -208,7 +242,8 @@ class AsyncVectorEnv(VecenvVectorEnv):
         """
         self._expect_pending(AsyncState.WAITING_RESET, "reset_wait", "reset_async")
         self._wait(timeout, "reset_wait")
-        self._venv.finish_reset(self._reset_requests)
+        with _logging_env_errors():
+            self._venv.finish_reset(self._reset_requests)
         return self._reset_return(self._reset_ids)
 
     # --- step -----------------------------------------------------------------------------------------
@@ -249,7 +284,8 @@ class AsyncVectorEnv(VecenvVectorEnv):
         """
         self._expect_pending(AsyncState.WAITING_STEP, "step_wait", "step_async")
         self._wait(timeout, "step_wait")
-        obs, rewards, dones, step_infos = self._venv.step_wait()
+        with _logging_env_errors():
+            obs, rewards, dones, step_infos = self._venv.step_wait()
         return self._step_return(obs, rewards, dones, step_infos)
 
     # --- calls into the envs ----------------------------------------------------------------------------
@@ -274,13 +310,12 @@ class AsyncVectorEnv(VecenvVectorEnv):
         """
         self._assert_is_running()
         self._check_default("call_async")
-        self._call_name = name
         if name in _ASYNC_RESERVED_CALLS:
             self._pending_call = ValueError(
                 f"Trying to call function `{name}` with `call`, use `{name}` directly instead."
             )
         else:
-            self._pending_call = self._venv.start_call(Command.ENV_METHOD, None, name, args, kwargs)
+            self._pending_call = self._venv.start_call(Command.CALL, None, name, args, kwargs)
         self._state = AsyncState.WAITING_CALL
 
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
@@ -300,33 +335,20 @@ class AsyncVectorEnv(VecenvVectorEnv):
             self._state = AsyncState.DEFAULT
             raise pending_call
         self._wait(timeout, "call_wait")
-        try:
-            values = self._venv.finish_call(pending_call)
-        except TypeError as error:
-            if not _NOT_CALLABLE.search(str(error)):
-                raise
-            return attribute_values_for_call(error, lambda: self._venv.get_attr(self._call_name))
-        return tuple(values)
+        with _logging_env_errors():
+            return tuple(self._venv.finish_call(pending_call))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of every env (found through its wrappers); a method is called, as Gymnasium's
-        ``get_attr`` (which is ``call``) does.
+        """Attribute ``name`` of every env (found through its wrappers), read once per env; a method is called:
+        this is ``call(name)``, as Gymnasium's ``get_attr``.
 
         :param name: attribute name.
         :return: one value per env (copies: values travel pickled).
         :raises gymnasium.error.AlreadyPendingCallError: if another call is pending.
+        :raises TypeError: if a value cannot be pickled (Gymnasium's message; a note names the attribute).
+        :raises Exception: the exception reading the attribute raised (e.g. :class:`AttributeError`).
         """
-        self._assert_is_running()
-        self._check_default("call_async")
-        try:
-            values = self._venv.get_attr(name)
-        except AttributeError:
-            raise
-        except Exception:
-            return self.call(name)  # e.g. a method whose env cannot be pickled: call it instead
-        if any(callable(value) for value in values):
-            return self.call(name)
-        return tuple(values)
+        return self.call(name)
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | object) -> None:
         """Set attribute ``name`` of the envs with ``env.set_wrapper_attr`` (Gymnasium's rule).
@@ -340,11 +362,12 @@ class AsyncVectorEnv(VecenvVectorEnv):
         values = values_per_env(values, self.num_envs)
         self._check_default("set_attr")
         venv = self._venv
-        if all(value is values[0] for value in values):
-            venv.env_method("set_wrapper_attr", name, values[0])
-        else:
-            for i, value in enumerate(values):
-                venv.env_method("set_wrapper_attr", name, value, indices=i)
+        with _logging_env_errors():
+            if all(value is values[0] for value in values):
+                venv.env_method("set_wrapper_attr", name, values[0])
+            else:
+                for i, value in enumerate(values):
+                    venv.env_method("set_wrapper_attr", name, value, indices=i)
 
     def render(self) -> tuple[RenderFrame, ...] | None:
         """``call("render")``: every env's ``render()``.

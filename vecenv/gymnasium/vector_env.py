@@ -18,6 +18,7 @@ from vecenv.gymnasium.conversions import (
     vector_reset_infos,
     vector_step_infos,
 )
+from vecenv.protocol import EmptyOptions
 from vecenv.spaces import ARRAY_SPACES
 from vecenv.stats import StepStats
 from vecenv.vec_env import DummyVecEnv, WorkerVecEnv
@@ -136,12 +137,16 @@ class VecenvVectorEnv(VectorEnv):
         self, seeds: list[int | None], options: dict[str, Any] | None, env_ids: list[int] | None
     ) -> None:
         """Give the coming reset of ``env_ids`` (all if None) its seeds / options; seeds / options set earlier by
-        :meth:`seed` / :meth:`set_options` first go to the envs as pending (used where the reset passes none)."""
+        :meth:`seed` / :meth:`set_options` first go to the envs as pending (used where the reset passes none).
+
+        As Gymnasium, each env gets ``options=None`` when the caller gave None, else the caller's dict without
+        ``reset_mask`` (``{}`` when nothing else is in it).
+        """
         venv = self._venv
         venv.prepare_reset(env_ids)
         venv.push_staged()
         venv.seed(seeds)
-        venv.set_options(options)
+        venv.set_options(EmptyOptions() if options is not None and not options else options)
 
     def _clear_reset_args(self) -> None:
         self._venv.clear_staged()

@@ -53,6 +53,7 @@ from vecenv.errors import (
     PackedException,
     UncopyableInfoError,
     WorkerDiedError,
+    add_env_context,
     add_note,
     describe_dropped,
     drop_uncopyable,
@@ -95,6 +96,10 @@ def dumps(obj: Any) -> bytes:
         return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
         return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+#: the requests whose payload starts with the name of an attribute or method of the envs
+_NAMED_REQUESTS = frozenset({Command.GET_ATTR, Command.ENV_METHOD, Command.CALL})
 
 
 def build_group(
@@ -198,13 +203,32 @@ class GroupServer:
                 reply = self.step(*pickle.loads(message[1:]))
             else:
                 command, arg = pickle.loads(message[1:])
-                reply = bytes([OK]) + dumps(self.call(command, arg))
+                reply = bytes([OK]) + self._dumps_result(command, arg, self.call(command, arg))
         except Exception as exc:
             partial = None
             if command is Command.STEP:
                 partial, exc = self._partial_step_payload(exc)
             reply = bytes([FAILED]) + dumps((PackedException(exc, traceback.format_exc()), partial))
         return reply, command
+
+    def _dumps_result(self, command: Command, arg: Any, result: Any) -> bytes:
+        """``dumps(result)``. A result that cannot be pickled (an env attribute holding a lock, ...) raises the
+        pickling error with a note naming the request (e.g. ``call('lock')``) and, for a request on the envs'
+        attributes, marked as raised by the first env whose value cannot be pickled."""
+        try:
+            return dumps(result)
+        except Exception as exc:
+            if command not in _NAMED_REQUESTS:
+                raise
+            for local, value in zip(arg[-1], result, strict=True):  # the payload ends with the local indices
+                try:
+                    dumps(value)
+                except Exception:
+                    add_env_context(exc, self.group.env_indices[local], command.label)
+                    break
+            request = f"{command.label}({arg[0]!r})"
+            add_note(exc, f"vecenv: the result of {request} cannot be pickled, so it cannot leave the worker")
+            raise
 
     def call(self, command: Command, arg: Any) -> Any:
         """The result of a request other than STEP (a RESET also returns the arrays that do not travel shared)."""
