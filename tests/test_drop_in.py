@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -372,31 +373,50 @@ if __name__ == "__main__":
 @pytest.mark.parametrize(
     "method", [m for m in ("forkserver", "spawn") if m in __import__("multiprocessing").get_all_start_methods()]
 )
-def test_a_script_without_the_main_guard_is_told_so_in_the_errors_first_line(method, tmp_path):
+def test_a_script_without_the_main_guard_is_told_so_first(method, tmp_path):
+    """A script that builds a SubprocVecEnv at top level, run by a fresh interpreter: the advice is the first
+    line on stderr and the error's last line, without the workers' tracebacks (stderr stays short);
+    VECENV_DEBUG=1 shows multiprocessing's own error in the workers; a worker that crashes for another reason
+    keeps the plain message."""
     import subprocess
     import sys
 
-    results = {}
-    for name, source in (("no_guard.py", NO_GUARD_SCRIPT), ("guarded.py", GUARDED_CRASH_SCRIPT)):
+    def run(name: str, source: str, **env: str) -> list[str]:
         script = tmp_path / name
         script.write_text(source.format(method=method))
         proc = subprocess.run(
-            [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=100, cwd=tmp_path
+            [sys.executable, str(script)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=100,
+            cwd=tmp_path,
+            env={**os.environ, **env},
         )
-        assert proc.returncode == 1
-        results[name] = proc.stderr.strip().splitlines()[-1]
-    first_line = results["no_guard.py"]
-    assert first_line.startswith("vecenv.errors.WorkerDiedError: ")
-    assert f'most likely because the script {tmp_path / "no_guard.py"} has no `if __name__ == "__main__":` guard' in (
-        first_line
+        assert proc.returncode == 1, proc.stderr
+        return proc.stderr.strip().splitlines()
+
+    advice = (
+        f'The script {tmp_path / "no_guard.py"} has no `if __name__ == "__main__":` guard. With the {method} start '
+        "method each worker process imports the main script first"
     )
-    assert f"With the {method} start method" in first_line
-    # a worker that crashes for another reason keeps the plain message
-    assert results["guarded.py"].startswith("vecenv.errors.WorkerDiedError: ")
+    lines = run("no_guard.py", NO_GUARD_SCRIPT, VECENV_DEBUG="0")
+    assert lines[0].startswith(f"vecenv: {advice}"), lines[0]
+    assert "VECENV_DEBUG=1 shows multiprocessing's own error in each worker" in lines[0]
+    assert lines[-1] == f"vecenv.errors.WorkerDiedError: {lines[0].removeprefix('vecenv: ')}"
+    assert len(lines) < 30
+    assert "RuntimeError" not in "\n".join(lines)  # multiprocessing's bootstrapping error, once per worker
+    # the debug switch: the workers' own errors, and the message that points to them
+    lines = run("no_guard.py", NO_GUARD_SCRIPT, VECENV_DEBUG="1")
+    assert any("An attempt has been made to start a new process before" in line for line in lines)
     assert (
-        "__main__" not in results["guarded.py"]
-        and "exited with code 1 during env construction" in results["guarded.py"]
+        f'most likely because the script {tmp_path / "no_guard.py"} has no `if __name__ == "__main__":` guard'
+        in (lines[-1])
     )
+    # a worker that crashes for another reason keeps the plain message
+    last = run("guarded.py", GUARDED_CRASH_SCRIPT)[-1]
+    assert last.startswith("vecenv.errors.WorkerDiedError: ")
+    assert "__main__" not in last and "exited with code 1 during env construction" in last
 
 
 @pytest.mark.timeout(60)

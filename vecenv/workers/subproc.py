@@ -19,6 +19,7 @@ worker is an error, not a hang.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import re
 import select
@@ -262,6 +263,26 @@ def _script_without_main_guard() -> str | None:
     return None if _MAIN_GUARD.search(source) else path
 
 
+#: Exit status of a process that multiprocessing was starting (spawn, forkserver) when the parent's main script,
+#: which it imports first, tried to start vecenv worker processes: the script has no ``__main__`` guard.
+EXIT_MAIN_REIMPORTED = 86  # uncommon, so that an env exiting with a status of its own is not taken for it
+#: Set to 1 to let such a process fail with multiprocessing's own error and traceback instead.
+DEBUG_ENV_VAR = "VECENV_DEBUG"
+
+
+def _exit_if_importing_main() -> None:
+    """End this process quietly (status :data:`EXIT_MAIN_REIMPORTED`) if it is a process multiprocessing is
+    starting and is importing the parent's main script (its bootstrapping phase), which now tries to start
+    worker processes: a script without ``if __name__ == "__main__":``. Starting would fail with
+    multiprocessing's RuntimeError and a long traceback from every such process; the parent explains instead
+    (:meth:`SubprocWorker._died`). With ``VECENV_DEBUG=1`` multiprocessing's error is left as it is.
+    """
+    if getattr(multiprocessing.current_process(), "_inheriting", False) and os.environ.get(DEBUG_ENV_VAR) != "1":
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(EXIT_MAIN_REIMPORTED)
+
+
 _POLLIN = select.POLLIN
 
 
@@ -304,6 +325,7 @@ class SubprocWorker(MessageWorker):
         self._stale_replies = 0
 
     def _start_process(self) -> None:
+        _exit_if_importing_main()
         ctx = self._ctx
         # requests and replies travel through two one-way pipes: on this kind of machine (VMs with few
         # vCPUs) waking a process blocked on a pipe is measurably cheaper than on a Unix socket, which is
@@ -338,7 +360,15 @@ class SubprocWorker(MessageWorker):
 
     def handshake(self) -> tuple[gym.Space, gym.Space]:
         """Wait for the worker to build its envs; return ``(observation_space, action_space)``."""
-        spaces: tuple[gym.Space, gym.Space] = self._reply(self._recv_raw("env construction"))
+        try:
+            raw = self._recv_raw("env construction")
+        except WorkerDiedError as exc:
+            if self.process.exitcode != EXIT_MAIN_REIMPORTED:
+                raise
+            # the advice comes first on stderr, before the caller's traceback (which ends with it again)
+            print(f"vecenv: {exc}", file=sys.stderr, flush=True)
+            raise exc from None
+        spaces: tuple[gym.Space, gym.Space] = self._reply(raw)
         return spaces
 
     def setup_shared(self, shared: SharedBatch, fd: SharedFd, obs_in_shm: bool) -> None:
@@ -436,7 +466,18 @@ class SubprocWorker(MessageWorker):
         self.process.join(timeout=1.0)
         method = self._ctx.get_start_method()
         script = _script_without_main_guard() if doing == "env construction" and method != "fork" else None
-        if script is not None and self.process.exitcode == 1:
+        if doing == "env construction" and self.process.exitcode == EXIT_MAIN_REIMPORTED:
+            # the worker found itself importing the main script, which tried to start workers again
+            main = getattr(sys.modules.get("__main__"), "__file__", None)
+            message = (
+                f"The script {main or '(the main module)'} has no `if __name__ == \"__main__\":` guard. With the "
+                f"{method} start method each worker process imports the main script first, so its top-level code "
+                f"ran again in worker process {self.process.pid} and tried to build the vector env there (vecenv "
+                "ended that worker). Move the code that builds and uses the vector env under "
+                "`if __name__ == \"__main__\":` (or use start_method=\"fork\"). "
+                f"{DEBUG_ENV_VAR}=1 shows multiprocessing's own error in each worker."
+            )
+        elif script is not None and self.process.exitcode == 1:
             # it ended before vecenv's worker code ran: most often it re-ran the caller's script and failed there
             message = (
                 f"The worker process {self.process.pid} running envs {self.env_indices} exited with code 1 while "
