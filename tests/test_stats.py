@@ -310,6 +310,34 @@ def test_table_per_env_step_and_percent() -> None:
     assert str(stats) == stats.table()
 
 
+def test_table_columns_fit_long_labels() -> None:
+    """A label longer than the first column (a Ray actor's name) widens the column: in every line the part
+    starts, and the numbers end, where the header's ``part``, ``us/env-step`` and ``%`` do."""
+    actor = "Ray actor vecenv-13647-7fba62bbb450-0 (process 14046)"
+    workers = (
+        _worker(actor, range(0, 2), env=0.2, data=0.1, idle=0.7, steps=1000),
+        _worker("worker process 12", range(2, 4), env=0.2, data=0.1, idle=0.7, steps=1000),
+    )
+    lines = _stats(workers, send=0.1, wait=0.6, collect=0.1, outside=0.2).table().splitlines()
+    header, rows = lines[1], [line for line in lines[2:] if not line.startswith("advice: ")]
+    assert header.startswith("where ")
+    part_at = header.index("part")
+    ends = [header.index("us/env-step") + len("us/env-step"), len(header)]
+    assert part_at > len(f"{actor} (envs 0-1)")  # one space at least between the columns
+    labels = []
+    for line in rows:
+        assert len(line) == len(header), line
+        assert line[part_at - 1] == " " and line[part_at] != " ", line
+        label = line[:part_at].rstrip()
+        part, per_step, share = line[part_at:].split()
+        assert line[ends[0] - len(per_step) : ends[0]] == per_step and line.endswith(share), line
+        float(per_step), float(share)
+        labels.append((label, part))
+    assert labels[6:9] == [(f"{actor} (envs 0-1)", part) for part in ("env", "data", "idle")]
+    assert labels[9][0] == "worker process 12 (envs 2-3)"
+    assert len(rows) == 12
+
+
 def test_advice_follows_the_numbers() -> None:
     def remote(env: float, data: float, idle: float) -> tuple[WorkerStats, ...]:
         return (_worker("worker process 1", range(2), env=env, data=data, idle=idle, steps=1000),)

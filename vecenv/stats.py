@@ -139,16 +139,13 @@ class StepStats:
         :return: the table, lines separated by ``"\\n"``, without a trailing newline.
         """
         wall = self.wall_seconds
-        lines = [
-            f"vecenv step profile: {self.steps} steps, {self.env_steps} env-steps, {self.episodes} episodes, "
-            f"{wall:.3f} s, {self.env_steps / wall if wall > 0 else 0.0:,.0f} env-steps/s",
-            f"{'where':<34} {'part':<9} {'us/env-step':>12} {'%':>6}",
-        ]
+        header = f"{'part':<9} {'us/env-step':>12} {'%':>6}"
+        rows: list[tuple[str, str]] = []  # (where, the rest of the line)
 
         def row(where: str, part: str, seconds: float, env_steps: int, wall_seconds: float) -> None:
             per_step = seconds * 1e6 / env_steps if env_steps else 0.0
             share = 100.0 * seconds / wall_seconds if wall_seconds > 0 else 0.0
-            lines.append(f"{where:<34} {part:<9} {per_step:>12.2f} {share:>6.1f}")
+            rows.append((where, f"{part:<9} {per_step:>12.2f} {share:>6.1f}"))
 
         where = "calling process"
         for part, seconds in (
@@ -168,6 +165,14 @@ class StepStats:
                 ("idle", worker.idle_seconds),
             ):
                 row(label, part, seconds, worker.env_steps, worker.wall_seconds)
+        # the first column is as wide as its longest label (a Ray actor's name is long), at least 34
+        width = max([34, *(len(where) for where, _ in rows)])
+        lines = [
+            f"vecenv step profile: {self.steps} steps, {self.env_steps} env-steps, {self.episodes} episodes, "
+            f"{wall:.3f} s, {self.env_steps / wall if wall > 0 else 0.0:,.0f} env-steps/s",
+            f"{'where':<{width}} {header}",
+            *(f"{where:<{width}} {rest}" for where, rest in rows),
+        ]
         advice = self.advice()
         if advice:
             lines.append(f"advice: {advice}")
