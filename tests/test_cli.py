@@ -123,8 +123,8 @@ def _reference_stats(env_id: str, n: int, steps: int, seed: int, env_kwargs: dic
 
 def _subproc_backend(start_method: str, num_envs: int, n_workers: int | None = None) -> str:
     """The backend line of a subproc run: start method and worker count (default: one per core, at most N)."""
-    workers = n_workers if n_workers is not None else min(num_envs, len(os.sched_getaffinity(0)))
-    return f"subproc ({start_method}, {min(workers, num_envs)} workers)"
+    workers = min(n_workers if n_workers is not None else len(os.sched_getaffinity(0)), num_envs)
+    return f"subproc ({start_method}, {workers} worker{'' if workers == 1 else 's'})"
 
 
 def _check_summary(summary: dict[str, str], env_id: str, n: int, steps: int, backend: str) -> None:
@@ -662,7 +662,7 @@ def test_run_parent_envs(capsys):
     code, out, err = _run_main(capsys, *args, "--parent-envs", "2")
     assert code == 0, err
     summary = _parse_summary(out)
-    assert summary["backend"] == f"subproc ({DEFAULT_START_METHOD}, 1 workers, 2 envs in this process)"
+    assert summary["backend"] == f"subproc ({DEFAULT_START_METHOD}, 1 worker, 2 envs in this process)"
     assert _stats(summary) == _reference_stats("CartPole-v1", 3, 300, 2)
     line = _assert_one_line_error(*_run_main(capsys, *args, "--parent-envs", "3"))
     assert "--parent-envs 3 must be below --num-envs 3" in line
@@ -833,7 +833,7 @@ def test_console_script_n_workers_above_num_envs():
     )
     assert (
         _parse_summary(result.stdout)["backend"]
-        == f"subproc ({DEFAULT_START_METHOD}, 2 workers, 1 envs in this process)"
+        == f"subproc ({DEFAULT_START_METHOD}, 2 workers, 1 env in this process)"
     )
 
 
@@ -935,13 +935,28 @@ def test_ray_backend_prints_the_reference_statistics(capsys, ray_session):
     code, out, err = _run_main(capsys, *args)
     assert code == 0, err
     summary = _parse_summary(out)
-    assert summary["backend"] == "ray (2 actors on 1 node(s))"
+    assert summary["backend"] == "ray (2 actors on 1 node)"
     assert _stats(summary) == _reference_stats("FrozenLake-v1", 3, 600, 7)
+
+
+@pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)")
+@pytest.mark.filterwarnings("ignore:RayVecEnv. Ray is already initialised:RuntimeWarning")
+def test_ray_n_workers_above_num_envs_is_said(capsys, ray_session):
+    """--backend ray with more actors than envs: said once on stderr, as for subproc; one actor per env runs."""
+    code, out, err = _run_main(
+        capsys, "run", "FrozenLake-v1", "-n", "2", "--steps", "20", "-b", "ray", "--n-workers", "3"
+    )
+    assert code == 0, err
+    assert err == "vecenv run: --n-workers 3 is more than --num-envs 2; using 2 actors\n"
+    assert _parse_summary(out)["backend"] == "ray (2 actors on 1 node)"
 
 
 def test_ray_address_needs_the_ray_backend(capsys):
     code, out, err = _run_main(capsys, "run", "--ray-address", "auto", "--steps", "8")
-    assert "--ray-address needs --backend ray (got --backend subproc)" in _assert_one_line_error(code, out, err)
+    assert _assert_one_line_error(code, out, err) == (
+        "vecenv run: error: argument --ray-address: needs --backend ray (got --backend subproc, which starts its "
+        "worker processes on this machine)"
+    )
 
 
 def test_ray_backend_without_ray_names_the_extra(capsys, monkeypatch):
@@ -949,3 +964,160 @@ def test_ray_backend_without_ray_names_the_extra(capsys, monkeypatch):
     code, out, err = _run_main(capsys, "run", "--backend", "ray", "--steps", "8")
     line = _assert_one_line_error(code, out, err)
     assert "--backend ray: RayVecEnv needs ray, which is not installed" in line and '"ray" extra' in line
+
+
+# --- options of other backends, path errors, help ------------------------------------------------------------
+
+DUMMY_DOES = "which steps every env in this process"
+RAY_DOES = "whose actors Ray starts, none of them in this process"
+
+
+@pytest.mark.parametrize(
+    ("backend", "given", "needs", "does"),
+    [
+        ("dummy", ["--n-workers", "2"], "subproc or ray", DUMMY_DOES),
+        ("dummy", ["--parent-envs", "1"], "subproc", DUMMY_DOES),
+        ("dummy", ["--parent-envs", "0"], "subproc", DUMMY_DOES),
+        ("dummy", ["--start-method", DEFAULT_START_METHOD], "subproc", DUMMY_DOES),
+        ("dummy", ["--ray-address", "auto"], "ray", DUMMY_DOES),
+        ("subproc", ["--ray-address", "auto"], "ray", "which starts its worker processes on this machine"),
+        ("ray", ["--start-method", DEFAULT_START_METHOD], "subproc", RAY_DOES),
+        ("ray", ["--parent-envs", "1"], "subproc", RAY_DOES),
+    ],
+    ids=lambda value: "-".join(value).lstrip("-") if isinstance(value, list) else None,
+)
+def test_console_script_option_of_another_backend_is_refused(backend, given, needs, does):
+    """An option that the chosen backend does not use is a user error naming the option, the backends that use
+    it and the one given (exit 2, before anything starts), never silently ignored."""
+    result = _run_script("run", "-n", "2", "--steps", "10", "-b", backend, *given)
+    assert _script_error(result) == (
+        f"vecenv run: error: argument {given[0]}: needs --backend {needs} (got --backend {backend}, {does})"
+    )
+
+
+def test_console_script_options_of_the_backend_run():
+    """The options of the chosen backend are taken without a word: subproc with all its own, dummy with none."""
+    result = _run_script(
+        "run", "-n", "3", "--steps", "30", "-b", "subproc", "--n-workers", "1", "--parent-envs", "1",
+        "--start-method", DEFAULT_START_METHOD,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert (
+        _parse_summary(result.stdout)["backend"] == f"subproc ({DEFAULT_START_METHOD}, 1 worker, 1 env in this process)"
+    )
+    result = _run_script("run", "-n", "1", "--steps", "10", "-b", "dummy")
+    assert result.returncode == 0 and result.stderr == ""
+
+
+def _proc_problem() -> str:
+    """Why nothing can be created in /proc, as vecenv words it: a virtual file system refuses new entries
+    (ENOENT, as root) and an unprivileged user has no permission there (EACCES)."""
+    import errno
+
+    try:
+        os.mkdir("/proc/vecenv-test-probe")
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return "the folder '/proc' does not accept new files or folders (its file system refuses them)"
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return "no permission to write in the folder '/proc'"
+        raise
+    os.rmdir("/proc/vecenv-test-probe")
+    pytest.skip("/proc accepts new folders here")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize(
+    ("args", "option", "path", "expected"),
+    [
+        (["run", "--video"], "--video", "/proc/vid", "a folder that exists or can be created"),
+        (["run", "--monitor"], "--monitor", "/proc/mon", "a folder that exists or can be created"),
+        (
+            ["run", "--save-normalize"],
+            "--save-normalize",
+            "/proc/version",
+            "a file path whose folder exists or can be created",
+        ),
+        (
+            ["run", "--save-normalize"],
+            "--save-normalize",
+            "/proc/new/n.npz",
+            "a file path whose folder exists or can be created",
+        ),
+        (["plot", "adir", "-o"], "-o/--output", "/proc/curve.png", "a file path whose folder exists or can be created"),
+        (
+            ["bench", "--quick", "--output-dir"],
+            "--output-dir/-o",
+            "/proc/out",
+            "a folder that exists or can be created",
+        ),
+    ],
+    ids=lambda value: value if isinstance(value, str) and value.startswith("/") else None,
+)
+def test_console_script_unwritable_path_one_wording(tmp_path, args, option, path, expected):
+    """A path that cannot be written, for every output option: one line in one wording, ``argument OPTION:
+    expected WHAT, got 'PATH': WHY`` with the real reason (not a raw ``[Errno 2] No such file or directory``),
+    before anything runs."""
+    if args[0] in ("plot", "bench"):
+        pytest.importorskip("pandas")
+        pytest.importorskip("matplotlib")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "adir" / "0.monitor.csv").write_text('#{"t_start": 1.0, "env_id": "x"}\nr,l,t\n1.0,1,0.5\n')
+    extra = ["-n", "1", "--steps", "10", "-b", "dummy"] if args[0] == "run" else []
+    line = _script_error(_run_script(*args, path, *extra, cwd=tmp_path), args[0])
+    assert line == f"vecenv {args[0]}: error: argument {option}: expected {expected}, got {path!r}: {_proc_problem()}"
+    assert os.listdir(tmp_path) == ["adir"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc")
+def test_console_script_unreadable_load_normalize_says_why():
+    """--load-normalize of a file that cannot be read: the same wording, with the reason in words."""
+    line = _script_error(
+        _run_script("run", "-n", "1", "--steps", "10", "-b", "dummy", "--load-normalize", "/proc/self/mem")
+    )
+    assert line == (
+        "vecenv run: error: argument --load-normalize: expected a statistics file saved by --save-normalize "
+        "(VecNormalize.save), got '/proc/self/mem': cannot read it: input/output error"
+    )
+
+
+def test_save_normalize_failing_at_the_end_says_why(capsys, tmp_path, monkeypatch):
+    """An output that passed the checks but cannot be written at the end of the run: the same wording."""
+    import errno
+
+    from vecenv.wrappers.vec_normalize import VecNormalize
+
+    def refuse(self, path):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+    monkeypatch.setattr(VecNormalize, "save", refuse)
+    path = str(tmp_path / "n.npz")
+    line = _assert_one_line_error(
+        *_run_main(capsys, "run", "-n", "1", "--steps", "10", "-b", "dummy", "--save-normalize", path)
+    )
+    assert line == (
+        "vecenv run: error: argument --save-normalize: expected a file path whose folder exists or can be created, "
+        f"got {path!r}: cannot write it: permission denied"
+    )
+
+
+def test_os_reason_words():
+    import errno
+
+    from vecenv.cli_args import os_reason
+
+    assert os_reason(PermissionError(errno.EACCES, "Permission denied")) == "permission denied"
+    assert os_reason(OSError(errno.EROFS, "Read-only file system")) == "read-only file system"
+    assert (
+        os_reason(NotADirectoryError(errno.ENOTDIR, "Not a directory")) == "a part of the path is a file, not a folder"
+    )
+    assert os_reason(OSError(errno.EIO, "Input/output error")) == "input/output error"
+
+
+def test_console_script_help_names_autotune():
+    """``vecenv --help`` names ``vecenv bench --autotune``, an option of a sub-command."""
+    result = _run_script("--help", env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0
+    assert "vecenv bench --autotune ENV_ID times the vector-env layouts of one env" in result.stdout
+    assert "find the fastest vector env for one env (--autotune ENV_ID)" in result.stdout

@@ -4,7 +4,8 @@
 summary; ``vecenv plot`` draws a learning curve from monitor files; ``vecenv bench`` is in
 :mod:`vecenv.bench.cli`. User errors (unknown env id, bad option value or path, missing optional
 dependency) print one line ``vecenv <command>: error: ...`` naming the argument, what was expected and
-what was given, and exit with status 2, without a traceback.
+what was given, and exit with status 2, without a traceback. An option of another backend than the one
+chosen (:data:`BACKEND_OPTIONS`) is such an error: no option is silently ignored.
 
 Output paths follow one rule: missing folders are created (the folder of an output file, or an output
 folder and its parents); a path is refused, before anything runs, when that folder cannot be created or
@@ -34,12 +35,16 @@ from vecenv.bench.cli import add_bench_parser
 from vecenv.cli_args import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    OUTPUT_FILE,
+    OUTPUT_FOLDER,
     UsageError,
     check_env_id,
     check_output_path,
     json_object,
     make_output_folder,
     non_negative_int,
+    os_reason,
+    path_error,
     positive_int,
 )
 from vecenv.env_util import make_vec_env
@@ -54,6 +59,21 @@ from vecenv.wrappers.vec_normalize import VecNormalize
 from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
 BACKENDS = ("dummy", "subproc", "ray")
+#: What ``--load-normalize`` reads.
+STATISTICS_FILE = "a statistics file saved by --save-normalize (VecNormalize.save)"
+#: The options of ``vecenv run`` that only some backends take; any other backend refuses them (exit status 2).
+BACKEND_OPTIONS = {
+    "--start-method": ("subproc",),
+    "--parent-envs": ("subproc",),
+    "--n-workers": ("subproc", "ray"),
+    "--ray-address": ("ray",),
+}
+#: Why a backend has no use for the options of the others (the end of that error).
+_BACKEND_DOES = {
+    "dummy": "which steps every env in this process",
+    "subproc": "which starts its worker processes on this machine",
+    "ray": "whose actors Ray starts, none of them in this process",
+}
 
 
 class _CommandParser(argparse.ArgumentParser):
@@ -75,7 +95,13 @@ class _CommandParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``vecenv`` command: ``--version`` and the sub-commands run, plot and bench."""
-    parser = argparse.ArgumentParser(prog="vecenv", description="Fast, robust vectorized RL environments.")
+    parser = argparse.ArgumentParser(
+        prog="vecenv",
+        description="Fast, robust vectorized RL environments.",
+        epilog="vecenv bench --autotune ENV_ID times the vector-env layouts of one env (DummyVecEnv, SubprocVecEnv "
+        "with each number of workers, RayVecEnv) and prints the constructor of the fastest. "
+        "Each command's options: vecenv COMMAND --help.",
+    )
     parser.add_argument("--version", action="version", version=f"vecenv {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
     _add_run_parser(sub)
@@ -162,7 +188,7 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--parent-envs",
         type=non_negative_int,
-        default=0,
+        default=None,
         metavar="K",
         help="envs the calling process steps itself with the subproc backend (SubprocVecEnv(parent_envs=K); "
         "default: 0, every env in a worker process); must be below N",
@@ -318,7 +344,11 @@ def _wrap_for_run(venv: Any, args: argparse.Namespace) -> _Wrapped:
     if args.load_normalize is not None:
         try:
             wrapped.normalize = VecNormalize.load(args.load_normalize, venv)
-        except (ValueError, OSError) as exc:  # NormalizationFileError is a ValueError
+        except OSError as exc:
+            raise path_error(
+                "--load-normalize", args.load_normalize, STATISTICS_FILE, f"cannot read it: {os_reason(exc)}"
+            ) from None
+        except ValueError as exc:  # NormalizationFileError: not a statistics file, or not of these envs
             detail = str(exc) if args.load_normalize in str(exc) else f"cannot load {args.load_normalize!r}: {exc}"
             raise UsageError(f"argument --load-normalize: {detail}") from None
     elif args.normalize or args.save_normalize is not None:
@@ -330,7 +360,9 @@ def _wrap_for_run(venv: Any, args: argparse.Namespace) -> _Wrapped:
             venv = wrapped.recorder = VecVideoRecorder(
                 venv, args.video, record_video_trigger=lambda step: step == 0, video_length=args.video_length
             )
-        except (ValueError, OSError) as exc:
+        except OSError as exc:
+            raise path_error("--video", args.video, OUTPUT_FOLDER, f"cannot create it: {os_reason(exc)}") from None
+        except ValueError as exc:
             raise UsageError(f"argument --video: {exc}") from None
     if args.check_nan:
         # outermost: bad actions are caught before the envs or the recorder see them
@@ -345,15 +377,19 @@ def _check_run_args(args: argparse.Namespace) -> None:
     :raises UsageError: for a bad combination of options or a path that cannot be used.
     """
     n = args.num_envs
-    if args.ray_address is not None and args.backend != "ray":
-        raise UsageError(f"--ray-address needs --backend ray (got --backend {args.backend})")
-    if args.backend == "subproc" and args.parent_envs >= n:
+    for option, backends in BACKEND_OPTIONS.items():
+        if getattr(args, option[2:].replace("-", "_")) is not None and args.backend not in backends:
+            raise UsageError(
+                f"argument {option}: needs --backend {' or '.join(backends)} (got --backend {args.backend}, "
+                f"{_BACKEND_DOES[args.backend]})"
+            )
+    if args.parent_envs is not None and args.parent_envs >= n:
         raise UsageError(
             f"--parent-envs {args.parent_envs} must be below --num-envs {n}: at least one env runs in a worker "
             "process (--backend dummy steps every env in this process)"
         )
     if args.load_normalize is not None:
-        expected = "a statistics file saved by --save-normalize (VecNormalize.save)"
+        expected = STATISTICS_FILE
         if not os.path.exists(args.load_normalize):
             raise UsageError(
                 f"argument --load-normalize: expected {expected}, got {args.load_normalize!r}, which does not exist"
@@ -374,6 +410,11 @@ def _check_run_args(args: argparse.Namespace) -> None:
         check_output_path("--save-normalize", args.save_normalize, folder=False)
     if args.video is not None:
         check_output_path("--video", args.video, folder=True)
+
+
+def _plural(count: int, noun: str) -> str:
+    """``"1 worker"``, ``"2 workers"``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _warn(args: argparse.Namespace, message: str) -> None:
@@ -411,14 +452,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_env_id(args.env_id)
     _check_run_args(args)
     n = args.num_envs
-    if args.backend == "subproc" and args.n_workers is not None and args.n_workers > n - args.parent_envs:
-        in_workers = n - args.parent_envs
+    parent_envs = args.parent_envs or 0
+    if args.n_workers is not None and args.n_workers > n - parent_envs:
+        in_workers = n - parent_envs
         limit = (
-            f"the {in_workers} envs in worker processes (--num-envs {n}, --parent-envs {args.parent_envs})"
-            if args.parent_envs
+            f"the {in_workers} envs in worker processes (--num-envs {n}, --parent-envs {parent_envs})"
+            if parent_envs
             else f"--num-envs {n}"
         )
-        _warn(args, f"--n-workers {args.n_workers} is more than {limit}; using {in_workers} workers")
+        workers = _plural(in_workers, "actor" if args.backend == "ray" else "worker")
+        _warn(args, f"--n-workers {args.n_workers} is more than {limit}; using {workers}")
     if args.video is None:
         return _run(args)
     with _headless_rendering():
@@ -444,7 +487,7 @@ def _run(args: argparse.Namespace) -> int:
         local = {"include_dashboard": False, "log_to_driver": False}
         vec_env_kwargs["ray_init_kwargs"] = local if args.ray_address is None else {"address": args.ray_address}
     if args.monitor is not None:
-        make_output_folder("--monitor", args.monitor)
+        make_output_folder("--monitor", args.monitor, folder=True)
     vec_env_cls: type[DummyVecEnv | SubprocVecEnv | RayVecEnv] = DummyVecEnv
     if args.backend != "dummy":
         vec_env_cls = SubprocVecEnv if args.backend == "subproc" else RayVecEnv
@@ -487,12 +530,12 @@ def _run(args: argparse.Namespace) -> int:
         profile = venv.step_stats() if args.profile else None
         if args.save_normalize is not None:
             assert normalize is not None
-            make_output_folder("--save-normalize", os.path.dirname(args.save_normalize))
+            make_output_folder("--save-normalize", args.save_normalize, folder=False)
             try:
                 normalize.save(args.save_normalize)
             except OSError as exc:
-                raise UsageError(
-                    f"argument --save-normalize: cannot save to {args.save_normalize!r}: {exc.strerror or exc}"
+                raise path_error(
+                    "--save-normalize", args.save_normalize, OUTPUT_FILE, f"cannot write it: {os_reason(exc)}"
                 ) from None
     finally:
         venv.close()
@@ -504,10 +547,10 @@ def _run(args: argparse.Namespace) -> int:
     base = venv.unwrapped
     backend = args.backend
     if isinstance(base, SubprocVecEnv):
-        in_parent = f", {base.parent_envs} envs in this process" if base.parent_envs else ""
-        backend += f" ({base.start_method}, {base.n_workers} workers{in_parent})"
+        in_parent = f", {_plural(base.parent_envs, 'env')} in this process" if base.parent_envs else ""
+        backend += f" ({base.start_method}, {_plural(base.n_workers, 'worker')}{in_parent})"
     elif isinstance(base, RayVecEnv):
-        backend += f" ({base.n_workers} actors on {len(set(base.node_ids))} node(s))"
+        backend += f" ({_plural(base.n_workers, 'actor')} on {_plural(len(set(base.node_ids)), 'node')})"
     summary: dict[str, Any] = {
         "env_id": args.env_id,
         "backend": backend,
@@ -562,7 +605,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     except LoadMonitorResultsError as exc:
         raise UsageError(f"argument MONITOR_DIR_OR_CSV: expected {MONITOR_CSV}; got {path!r}: {exc}") from None
     except OSError as exc:
-        raise UsageError(f"argument -o/--output: cannot write {output!r}: {exc.strerror or exc}") from None
+        raise path_error("-o/--output", output, OUTPUT_FILE, f"cannot write it: {os_reason(exc)}") from None
     print(f"wrote {output}")
     return 0
 

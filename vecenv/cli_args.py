@@ -6,14 +6,19 @@ user-error exception and the exit statuses.
 Output paths follow one rule: missing folders are created (the folder of an output file, or an output
 folder and its parents); a path is refused, before anything runs, when that folder cannot be created or
 written to, when an output file is an existing folder, or when an output folder is an existing file.
+Every path an option cannot use, found before the run or when writing or reading it, is reported in one
+wording (:func:`path_error`): ``argument OPTION: expected WHAT, got 'PATH': WHY``, with the system's reason
+in words (:func:`os_reason`: permission denied, read-only file system, ...).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -23,6 +28,8 @@ __all__ = [
     "EXIT_CASE_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
+    "OUTPUT_FILE",
+    "OUTPUT_FOLDER",
     "UsageError",
     "check_env_id",
     "check_output_path",
@@ -30,6 +37,8 @@ __all__ = [
     "json_object",
     "make_output_folder",
     "non_negative_int",
+    "os_reason",
+    "path_error",
     "positive_float",
     "positive_int",
 ]
@@ -116,6 +125,42 @@ def comma_list(convert: Callable[[str], T], what: str) -> Callable[[str], list[T
 
 # --- output paths -----------------------------------------------------------------------------------
 
+#: What an output folder option expects.
+OUTPUT_FOLDER = "a folder that exists or can be created"
+#: What an output file option expects.
+OUTPUT_FILE = "a file path whose folder exists or can be created"
+
+#: :func:`os_reason`'s words for the errors of paths that are the user's to fix.
+_REASONS = {
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "read-only file system",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "it is a folder",
+    errno.ENOENT: "no such file or folder",
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.ENAMETOOLONG: "file name too long",
+}
+
+
+def os_reason(exc: OSError) -> str:
+    """Why an operation on a path failed, in words (``"permission denied"``, ``"read-only file system"``, ...)."""
+    if exc.errno in _REASONS:
+        return _REASONS[exc.errno]
+    return (exc.strerror or str(exc)).lower()
+
+
+def path_error(option: str, path: str, expected: str, problem: str) -> UsageError:
+    """The one wording of a path that an option cannot use: ``argument OPTION: expected WHAT, got 'PATH': WHY``.
+
+    :param option: the option's name, as argparse shows it (e.g. ``"--monitor"``).
+    :param path: the path given.
+    :param expected: what the option takes (e.g. :data:`OUTPUT_FOLDER`).
+    :param problem: why ``path`` is not that, e.g. ``f"cannot write it: {os_reason(exc)}"``.
+    """
+    return UsageError(f"argument {option}: expected {expected}, got {path!r}: {problem}")
+
 
 def _nearest_existing(path: str) -> str:
     """``path`` itself if it exists, else its nearest ancestor that exists (``.`` for a relative path)."""
@@ -142,30 +187,42 @@ def check_output_path(option: str, path: str, *, folder: bool) -> None:
     :raises UsageError: naming the option, what was expected and the path.
     """
     if folder:
-        expected = "a folder that exists or can be created"
+        expected = OUTPUT_FOLDER
         if os.path.exists(path) and not os.path.isdir(path):
             raise UsageError(f"argument {option}: expected {expected}, got {path!r}, which is an existing file")
         target = path
     else:
-        expected = "a file path whose folder exists or can be created"
+        expected = OUTPUT_FILE
         if os.path.isdir(path):
             raise UsageError(f"argument {option}: expected {expected}, got {path!r}, which is an existing folder")
         target = os.path.dirname(path) or os.curdir
     existing = _nearest_existing(target)
     if not os.path.isdir(existing):
-        raise UsageError(f"argument {option}: expected {expected}, got {path!r}: {existing!r} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"argument {option}: expected {expected}, got {path!r}: no permission to write in the folder {existing!r}"
-        )
-
-
-def make_output_folder(option: str, folder: str) -> None:
-    """Create ``folder`` and its missing parents for ``option``; an :class:`OSError` becomes a :class:`UsageError`."""
+        raise path_error(option, path, expected, f"{existing!r} is a file, not a folder")
+    # try it (os.access cannot tell a read-only file system, and says yes to root everywhere)
     try:
-        os.makedirs(folder or os.curdir, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=".vecenv-check-", dir=existing))
     except OSError as exc:
-        raise UsageError(f"argument {option}: cannot create the folder {folder!r}: {exc.strerror or exc}") from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            problem = f"no permission to write in the folder {existing!r}"
+        elif exc.errno == errno.EROFS:
+            problem = f"the folder {existing!r} is on a read-only file system"
+        elif exc.errno == errno.ENOENT:  # e.g. /proc: the folder exists, but its file system makes nothing there
+            problem = f"the folder {existing!r} does not accept new files or folders (its file system refuses them)"
+        else:
+            problem = f"cannot write in the folder {existing!r}: {os_reason(exc)}"
+        raise path_error(option, path, expected, problem) from None
+
+
+def make_output_folder(option: str, path: str, *, folder: bool) -> None:
+    """Create the output folder ``path`` (``folder=True``) or the folder of the output file ``path``, with its
+    missing parents; an :class:`OSError` becomes a :class:`UsageError` in :func:`path_error`'s wording."""
+    target = path if folder else os.path.dirname(path)
+    try:
+        os.makedirs(target or os.curdir, exist_ok=True)
+    except OSError as exc:
+        expected = OUTPUT_FOLDER if folder else OUTPUT_FILE
+        raise path_error(option, path, expected, f"cannot create the folder {target!r}: {os_reason(exc)}") from None
 
 
 def check_env_id(env_id: str) -> None:

@@ -27,10 +27,13 @@ from vecenv.cli_args import (
     EXIT_CASE_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    OUTPUT_FOLDER,
     UsageError,
     check_output_path,
     comma_list,
     json_object,
+    os_reason,
+    path_error,
     positive_float,
     positive_int,
 )
@@ -185,7 +188,8 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``bench`` sub-command to the ``vecenv`` command's sub-parsers; returns its parser."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bench",
-        help="benchmark vecenv against Stable-Baselines3, Gymnasium and a plain loop",
+        help="benchmark vecenv against Stable-Baselines3, Gymnasium and a plain loop, or find the fastest vector "
+        "env for one env (--autotune ENV_ID)",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -273,10 +277,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     try:
         outputs = write_outputs(run, args.output_dir)
     except OSError as exc:
-        print(
-            f"{prefix} argument --output-dir/-o: cannot write to {args.output_dir!r}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+        error = path_error("--output-dir/-o", args.output_dir, OUTPUT_FOLDER, f"cannot write in it: {os_reason(exc)}")
+        print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_USAGE
     print(outputs["table"])
     print()
