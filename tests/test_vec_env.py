@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import vecenv
 from tests.conftest import START_METHODS, build_venv
-from tests.envs import FRAME_SHAPE, BufferReuseEnv, CounterEnv, MarkerWrapper, OtherWrapper
+from tests.envs import FRAME_SHAPE, BufferReuseEnv, CounterEnv, MarkerWrapper, OtherWrapper, SharedInfoEnv
 from tests.reference import ReferenceVecEnv, assert_infos_equal
 
 
@@ -221,6 +221,24 @@ def test_infos_are_copies(backend, make_venv):
         np.testing.assert_array_equal(info["buf"], [1, 1])
     for info in infos2:
         np.testing.assert_array_equal(info["terminal_observation"], [2, 2])
+
+
+def test_infos_are_deep_copies_keeping_shared_values(backend, make_venv):
+    """Infos are what ``deepcopy`` of the env's info gives (SB3): dicts and arrays the env mutates later keep
+    the step's values, a dict under two keys stays one dict, an array keeps its memory order."""
+    venv = make_venv(backend, [SharedInfoEnv, SharedInfoEnv])
+    venv.reset()
+    steps = [venv.step(np.array([0, 0])) for _ in range(4)]  # t = 1, 2, 3 (truncated, reset to 0), 1
+    for t, (_, _, dones, infos) in zip([1, 2, 3, 1], steps, strict=True):
+        assert dones.tolist() == [t == 3] * 2
+        for info in infos:
+            assert info["stats"] == {"t": t, "half": t / 2}
+            assert info["alias"] is info["stats"]
+            np.testing.assert_array_equal(info["grid"], np.full((2, 3), float(t)))
+            assert info["grid"].flags.f_contiguous
+            assert info["plain"] == 7
+            assert info.get("log") == ({"seen": [t]} if t % 2 else None)
+            assert info["TimeLimit.truncated"] is (t == 3)
 
 
 def test_reset_infos(backend, make_venv):
