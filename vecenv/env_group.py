@@ -52,10 +52,10 @@ _PLACEHOLDER_INFO: dict[str, Any] = {"TimeLimit.truncated": False}
 
 def _copy_info(env_info: dict[str, Any]) -> dict[str, Any]:
     """A copy of an env's info the caller may keep, equal to ``deepcopy(env_info)`` (SB3) but cheaper for the
-    common infos: immutable values are shared, plain dicts of immutable values (``Monitor``'s ``info["episode"]``)
-    are copied with ``dict()`` and arrays without Python objects with ``copy(order="K")`` (what their
-    ``__deepcopy__`` does); an info holding anything else takes ``deepcopy``. A value held under two keys stays one
-    object in the copy, as ``deepcopy`` keeps it."""
+    common infos: immutable values are shared, plain dicts of immutable keys and values (``Monitor``'s
+    ``info["episode"]``) are copied with ``dict()``, arrays without Python objects with ``copy(order="K")`` (what
+    their ``__deepcopy__`` does); an info holding anything else takes ``deepcopy``. A value held under two keys
+    stays one object in the copy, as ``deepcopy`` keeps it."""
     info = dict(env_info)
     copied: dict[int, Any] | None = None
     for key, value in info.items():
@@ -65,7 +65,7 @@ def _copy_info(env_info: dict[str, Any]) -> dict[str, Any]:
         if type(env_info) is not dict:  # (deepcopy keeps a dict subclass's type)
             return deepcopy(env_info)
         if kind is dict:
-            if not all(type(v) in _ATOMIC for v in value.values()):
+            if not all(type(k) in _ATOMIC and type(v) in _ATOMIC for k, v in value.items()):
                 return deepcopy(env_info)
         elif kind is not np.ndarray or value.dtype.hasobject:
             return deepcopy(env_info)
