@@ -115,6 +115,42 @@ class BufferReuseEnv(gym.Env):
         return self._buf, 0.0, self.t >= 2, False, {"buf": self._buf}
 
 
+class SharedInfoEnv(gym.Env):
+    """Returns infos built from objects it keeps and mutates in place: a dict of counters (under two keys, the
+    same object), a Fortran-ordered array and a dict holding a list; its reset reuses the same objects.
+
+    At step ``t``: ``info = {"stats": s, "alias": s, "grid": g, "plain": 7}`` with ``s == {"t": t, "half":
+    t / 2}`` and ``g`` a ``(2, 3)`` Fortran-ordered array full of ``t``; every second step adds ``"log": {"seen":
+    [t]}``. Observation ``[t]``; episodes last 3 steps (truncated).
+    """
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(low=-1e9, high=1e9, shape=(1,), dtype=np.float64)
+        self.action_space = spaces.Discrete(2)
+        self._stats: dict[str, Any] = {}
+        self._grid = np.zeros((2, 3), dtype=np.float64, order="F")
+        self._log: dict[str, Any] = {"seen": []}
+        self.t = 0
+
+    def _info(self) -> dict[str, Any]:
+        self._stats["t"], self._stats["half"] = self.t, self.t / 2
+        self._grid[...] = self.t
+        self._log["seen"][:] = [self.t]
+        info = {"stats": self._stats, "alias": self._stats, "grid": self._grid, "plain": 7}
+        if self.t % 2:
+            info["log"] = self._log
+        return info
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1), self._info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.full(1, float(self.t)), 0.0, False, self.t >= 3, self._info()
+
+
 # --- one env per space type -------------------------------------------------------------------------
 
 

@@ -6,8 +6,10 @@ by hand (:class:`tests.reference.ReferenceVecEnv`), never from vecenv itself.
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
+from collections import OrderedDict
 
 import gymnasium as gym
 import numpy as np
@@ -18,8 +20,9 @@ from hypothesis import strategies as st
 
 import vecenv
 from tests.conftest import START_METHODS, build_venv
-from tests.envs import FRAME_SHAPE, BufferReuseEnv, CounterEnv, MarkerWrapper, OtherWrapper
+from tests.envs import FRAME_SHAPE, BufferReuseEnv, CounterEnv, MarkerWrapper, OtherWrapper, SharedInfoEnv
 from tests.reference import ReferenceVecEnv, assert_infos_equal
+from vecenv.env_group import EnvGroup
 
 
 def counter_fns(n: int = 2, **kwargs) -> list:
@@ -221,6 +224,90 @@ def test_infos_are_copies(backend, make_venv):
         np.testing.assert_array_equal(info["buf"], [1, 1])
     for info in infos2:
         np.testing.assert_array_equal(info["terminal_observation"], [2, 2])
+
+
+def test_infos_are_deep_copies_keeping_shared_values(backend, make_venv):
+    """Infos are what ``deepcopy`` of the env's info gives (SB3): dicts and arrays the env mutates later keep
+    the step's values, a dict under two keys stays one dict, an array keeps its memory order."""
+    venv = make_venv(backend, [SharedInfoEnv, SharedInfoEnv])
+    venv.reset()
+    steps = [venv.step(np.array([0, 0])) for _ in range(4)]  # t = 1, 2, 3 (truncated, reset to 0), 1
+    for t, (_, _, dones, infos) in zip([1, 2, 3, 1], steps, strict=True):
+        assert dones.tolist() == [t == 3] * 2
+        for info in infos:
+            assert info["stats"] == {"t": t, "half": t / 2}
+            assert info["alias"] is info["stats"]
+            np.testing.assert_array_equal(info["grid"], np.full((2, 3), float(t)))
+            assert info["grid"].flags.f_contiguous
+            assert info["plain"] == 7
+            assert info.get("log") == ({"seen": [t]} if t % 2 else None)
+            assert info["TimeLimit.truncated"] is (t == 3)
+
+
+class _Key:
+    """A hashable key object: deepcopy copies it."""
+
+
+def _info_cases() -> list[dict]:
+    shared = {"r": 1.0}
+    return [
+        {"episode": {"r": 2.0, "l": 3, "t": 0.5}, "alias": shared, "again": shared},
+        {"grid": np.arange(6.0).reshape(2, 3, order="F"), "view": np.arange(4)[::2]},
+        {"keyed": {_Key(): 1}},
+        {"ordered": OrderedDict(a=1)},
+        {"masked": np.ma.zeros(2)},
+        {"objects": np.array([[[1]], None], dtype=object)[:1]},
+        OrderedDict(a=np.zeros(1)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_info_cases())))
+def test_info_copy_matches_deepcopy(case):
+    """A step's info has the structure ``deepcopy`` of the env's info has (SB3): the same types, the same objects
+    shared, nothing shared with the env, arrays in the same memory order."""
+    env_info = _info_cases()[case]
+
+    class InfoEnv(gym.Env):
+        observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, dtype=np.float32), {}
+
+        def step(self, action):
+            return np.zeros(1, dtype=np.float32), 0.0, False, False, env_info
+
+    group = EnvGroup([InfoEnv], [0])
+    group.reset(([None], [{}]))
+    (info,), _ = group.step(np.zeros(1, dtype=np.int64))
+    expected = copy.deepcopy(env_info)
+    expected["TimeLimit.truncated"] = False
+
+    def shape(value):  # types, memory orders and keys, with the objects shared within one info numbered
+        if isinstance(value, np.ndarray):
+            return type(value), value.dtype, value.shape, value.flags.f_contiguous, value.tolist()
+        if isinstance(value, dict):
+            return type(value), [(type(k), shape(v)) for k, v in value.items()]
+        return type(value), value
+
+    assert type(info) is type(expected)
+    assert [(k, shape(v)) for k, v in info.items()] == [(k, shape(v)) for k, v in expected.items()]
+    ids = {key: id(value) for key, value in info.items()}
+    expected_ids = {key: id(value) for key, value in expected.items()}
+    assert [sorted(k for k in ids if ids[k] == ids[key]) for key in ids] == [
+        sorted(k for k in expected_ids if expected_ids[k] == expected_ids[key]) for key in expected_ids
+    ]
+
+    def mutable(value):  # the objects a caller could change: containers, arrays, keys and elements of those
+        if isinstance(value, dict):
+            return [value, *(o for k, v in value.items() for o in [*mutable(k), *mutable(v)])]
+        if isinstance(value, np.ndarray):
+            elements = value.ravel().tolist() if value.dtype.hasobject else []
+            return [value, *(o for element in elements for o in mutable(element))]
+        return [] if isinstance(value, (bool, int, float, str)) else [value]
+
+    env_objects = {id(o) for o in mutable(env_info)}
+    assert not any(id(o) in env_objects for o in mutable(info))
 
 
 def test_reset_infos(backend, make_venv):

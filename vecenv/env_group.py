@@ -51,10 +51,38 @@ _PLACEHOLDER_INFO: dict[str, Any] = {"TimeLimit.truncated": False}
 
 
 def _copy_info(env_info: dict[str, Any]) -> dict[str, Any]:
-    """A copy of an env's info the caller may keep: shallow if every value is immutable, else deep (SB3)."""
-    if all(type(v) in _ATOMIC for v in env_info.values()):
-        return dict(env_info)
-    return deepcopy(env_info)
+    """A copy of an env's info the caller may keep, equal to ``deepcopy(env_info)`` (SB3) but cheaper for the
+    common infos: immutable values are shared, plain dicts of immutable keys and values (``Monitor``'s
+    ``info["episode"]``) are copied with ``dict()``, arrays without Python objects with ``copy(order="K")`` (what
+    their ``__deepcopy__`` does); an info holding anything else takes ``deepcopy``. A value held under two keys
+    stays one object in the copy, as ``deepcopy`` keeps it."""
+    info = dict(env_info)
+    copied: dict[int, Any] | None = None
+    for key, value in info.items():
+        kind = type(value)
+        if kind in _ATOMIC:
+            continue
+        if type(env_info) is not dict:  # (deepcopy keeps a dict subclass's type)
+            return deepcopy(env_info)
+        if kind is dict:
+            if not all(type(k) in _ATOMIC and type(v) in _ATOMIC for k, v in value.items()):
+                return deepcopy(env_info)
+        elif kind is not np.ndarray or value.dtype.hasobject:
+            return deepcopy(env_info)
+        if copied is None:
+            copied = {}
+        twin = copied.get(id(value))
+        if twin is None:
+            twin = copied[id(value)] = dict(value) if kind is dict else value.copy(order="K")
+        info[key] = twin  # (replacing a key's value while iterating is allowed)
+    return info
+
+
+def _copy_observation(obs: Any) -> Any:
+    """``deepcopy(obs)``; an array without Python objects is copied directly (what its ``__deepcopy__`` does)."""
+    if type(obs) is np.ndarray and not obs.dtype.hasobject:
+        return obs.copy(order="K")
+    return deepcopy(obs)
 
 
 def is_wrapped(env: gym.Env, wrapper_class: type[gym.Wrapper] | frozenset[str]) -> bool:
@@ -466,7 +494,7 @@ class EnvGroup:
             ):
                 terminal_obs[j] = obs
             else:
-                info["terminal_observation"] = deepcopy(obs)
+                info["terminal_observation"] = _copy_observation(obs)
                 if not rich:
                     rich = True
                     self.rich_infos.append(position)
