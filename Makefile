@@ -28,14 +28,19 @@ demo: $(VENV)/.demo-installed
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest
 
-# Stable-Baselines3 needs torch: pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
+# Stable-Baselines3 needs torch, installed first and pinned (torch 2.13.0). Which build pip gets is the index's
+# choice: on PyPI (Linux) it is the CUDA build, several GB. TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# gets the CPU build; left empty, pip uses the index it is configured with.
+TORCH_INDEX_URL ?=
+TORCH_INSTALL = -m pip --disable-pip-version-check -q install $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL) )torch==2.13.0
+
 $(SB3_VENV)/.installed: $(DEPS)
 	$(PYTHON) -m venv $(SB3_VENV)
-	$(SB3_VENV)/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0
+	$(SB3_VENV)/bin/python $(TORCH_INSTALL)
 	$(SB3_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[test,sb3]"
 	touch $@
 
-## test-sb3: the interoperability tests with stable-baselines3 (separate venv with torch CPU)
+## test-sb3: the interoperability tests with stable-baselines3 (separate venv: torch 2.13.0 from TORCH_INDEX_URL, SB3, the test extra)
 test-sb3: $(SB3_VENV)/.installed
 	$(SB3_VENV)/bin/python -m pytest -m sb3
 
@@ -43,11 +48,11 @@ BENCH_VENV ?= .venv-bench
 
 $(BENCH_VENV)/.installed: $(DEPS)
 	$(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0
+	$(BENCH_VENV)/bin/python $(TORCH_INSTALL)
 	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[bench]"
 	touch $@
 
-## bench: vecenv vs SB3 vs Gymnasium vs a plain loop (venv with torch 2.13.0 CPU); writes benchmarks/results/
+## bench: vecenv vs SB3 vs Gymnasium vs a plain loop (venv: torch 2.13.0 from TORCH_INDEX_URL, the bench extra); writes benchmarks/results/
 bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/vecenv bench --output-dir benchmarks/results $(BENCH_ARGS)
 
@@ -55,9 +60,11 @@ $(VENV)/.docs-installed: $(VENV)/.test-installed
 	$(PIP) install -e ".[docs]"
 	touch $@
 
-## docs: build the documentation site (Sphinx, MyST, furo) into docs/_build/html; warnings are errors
+## docs: build the documentation site (Sphinx, MyST, furo) into docs/_build/html; warnings are errors, and so
+## is a link of the built site to a missing file or anchor or to a placeholder address (docs/check_links.py)
 docs: $(VENV)/.docs-installed
 	$(BIN)/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/python docs/check_links.py docs/_build/html
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
