@@ -21,6 +21,7 @@ them side by side, so one run answers whether the change is outside the A/A nois
     python benchmarks/revision_ab.py --cases dummy-cartpole-64,subproc-cpu-16 --rounds 15
     python benchmarks/revision_ab.py --aa                                # A/A only: the noise band
     python benchmarks/revision_ab.py --rounds 2 --seconds 0.2 --warmup 0.1   # smoke test
+    python benchmarks/revision_ab.py --subproc-kwargs '{"n_workers": 1}' --candidate-kwargs '{"wait_mode": "block"}'
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class Contender:
                 env.reset(seed=i)
             self.venv = DummyVecEnv([factory] * n)
         else:
-            self.venv = SubprocVecEnv([factory] * n)
+            self.venv = SubprocVecEnv([factory] * n, **request.get("subproc_kwargs", {}))
         self.venv.seed(0)
         self.venv.reset()
 
@@ -337,8 +338,9 @@ def run_case(
     setup = {"kind": case.kind, "workload": case.workload, "num_envs": case.num_envs}
     setup |= {"cpu_iterations": cpu_iterations, "actions": actions, "dtype": dtype}
     # on an error the children are stopped (main's finally), and a stopping child closes its envs
-    for child in children.values():
-        child.request("setup", **setup)
+    for label, child in children.items():
+        kwargs = args.subproc_kwargs | (args.candidate_kwargs if label != BASELINE else {})
+        child.request("setup", **setup, subproc_kwargs=kwargs if case.kind == "subproc" else {})
     warm = [child.request("warmup", seconds=args.warmup)["rate"] for child in children.values()]
     steps = max(2, round(args.seconds * float(np.mean(warm))))
     values: dict[str, list[float]] = {label: [] for label in children}
@@ -450,6 +452,15 @@ def main() -> None:
     mode.add_argument("--no-aa", action="store_true", help="A/B only: skip the A/A noise measurement")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for any one child reply")
     parser.add_argument("--output", type=Path, default=None, help="also write the Markdown report here")
+    parser.add_argument(
+        "--subproc-kwargs", type=json.loads, default={}, help="JSON: SubprocVecEnv keyword arguments of every contender"
+    )
+    parser.add_argument(
+        "--candidate-kwargs",
+        type=json.loads,
+        default={},
+        help="JSON: more SubprocVecEnv keyword arguments for the candidate (and its A/A copy) only",
+    )
     args = parser.parse_args()
     names = [name.strip() for name in args.cases.split(",") if name.strip()]
     unknown = [name for name in names if name not in CASES]
@@ -471,6 +482,9 @@ def main() -> None:
     children: dict[str, Child] = {}
     results: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
+    for option in ("subproc_kwargs", "candidate_kwargs"):
+        if getattr(args, option):
+            notes.append(f"--{option.replace('_', '-')} {json.dumps(getattr(args, option))}")
     with tempfile.TemporaryDirectory(prefix="vecenv-revision-ab-") as tmp:
         trees = {CANDIDATE: REPO, CANDIDATE2: REPO}
         baseline_text = "-"
@@ -508,7 +522,7 @@ def main() -> None:
         f"{' with uncommitted changes in vecenv/' if dirty else ''}"
         f"{' (A/A only)' if args.aa else ''}. {args.rounds} rounds of ~{args.seconds:g} s per contender after "
         f"{args.warmup:g} s of warm-up (vector steps per chunk: {steps}){cpu_text}; SubprocVecEnv with its "
-        "default n_workers and start method.",
+        f"defaults{' except the keyword arguments below' if args.subproc_kwargs or args.candidate_kwargs else ''}.",
         "",
         render(frame),
         "",

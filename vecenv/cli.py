@@ -65,6 +65,7 @@ STATISTICS_FILE = "a statistics file saved by --save-normalize (VecNormalize.sav
 BACKEND_OPTIONS = {
     "--start-method": ("subproc",),
     "--parent-envs": ("subproc",),
+    "--wait-mode": ("subproc",),
     "--n-workers": ("subproc", "ray"),
     "--ray-address": ("ray",),
 }
@@ -126,7 +127,7 @@ def _add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
     """``vecenv run``'s env, its vector env and the steps: ENV_ID, -n, -b, -s, --seed, --env-kwargs, the
-    subproc backend's --start-method and --parent-envs, --n-workers (subproc and ray) and --ray-address."""
+    subproc backend's --start-method, --parent-envs and --wait-mode, --n-workers (subproc and ray) and --ray-address."""
     parser.add_argument(
         "env_id",
         nargs="?",
@@ -192,6 +193,14 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="envs the calling process steps itself with the subproc backend (SubprocVecEnv(parent_envs=K); "
         "default: 0, every env in a worker process); must be below N",
+    )
+    parser.add_argument(
+        "--wait-mode",
+        choices=("auto", "spin", "block"),
+        default=None,
+        help="how the calling process and the subproc backend's workers wait for each other (SubprocVecEnv("
+        "wait_mode=...)): spin on shared memory before blocking, block at once, or auto: spin only when the "
+        "workers and this process fit the cores (default: auto)",
     )
 
 
@@ -481,6 +490,8 @@ def _run(args: argparse.Namespace) -> int:
             vec_env_kwargs["n_workers"] = args.n_workers
         if args.parent_envs:
             vec_env_kwargs["parent_envs"] = args.parent_envs
+        if args.wait_mode is not None:
+            vec_env_kwargs["wait_mode"] = args.wait_mode
     if args.backend == "ray":
         vec_env_kwargs["n_workers"] = args.n_workers
         # connecting to a cluster takes no local options; a local Ray needs no dashboard for one run

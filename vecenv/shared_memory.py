@@ -72,6 +72,8 @@ class SharedBatch:
         observations then travel pickled in the infos).
     :ivar actions: action batch buffer ``(num_envs, *action_shape)``, or None if the action space cannot
         live in shared memory (actions then travel pickled).
+    :ivar signals: int64 ``(num_envs, 8)``, one 64-byte line per env: the worker process whose first env is
+        ``i`` and the calling process count their messages in row ``i`` (:mod:`vecenv.workers.spin`).
     """
 
     observation_space: spaces.Space
@@ -86,11 +88,12 @@ class SharedBatch:
     truncations: np.ndarray
     terminal_obs: np.ndarray | None
     actions: Any
+    signals: np.ndarray
 
     @staticmethod
     def _layout(
         observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, buffer: Any, rewards_dtype: Any
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, Any, int]:
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, Any, np.ndarray, int]:
         alloc = _BumpAllocator(buffer)
         obs = create_batch_buffer(observation_space, num_envs, alloc)
         rewards = alloc((num_envs,), np.dtype(rewards_dtype))
@@ -103,7 +106,8 @@ class SharedBatch:
         actions = create_batch_buffer(action_space, num_envs, alloc)
         if not is_shareable(actions):
             actions = None
-        return obs, rewards, dones, terminations, truncations, terminal_obs, actions, alloc.offset
+        signals = alloc((num_envs, _ALIGN // 8), np.dtype(np.int64))
+        return obs, rewards, dones, terminations, truncations, terminal_obs, actions, signals, alloc.offset
 
     @staticmethod
     def supports(observation_space: spaces.Space) -> bool:
@@ -135,7 +139,7 @@ class SharedBatch:
     ) -> SharedBatch:
         """Map the block behind ``fd`` (either side); ``fd`` stays open and is the caller's to close."""
         mapping = mmap.mmap(fd, max(size, 1))
-        obs, rewards, dones, terminations, truncations, terminal_obs, actions, used = cls._layout(
+        obs, rewards, dones, terminations, truncations, terminal_obs, actions, signals, used = cls._layout(
             observation_space, action_space, num_envs, mapping, rewards_dtype
         )
         if used != size:
@@ -153,5 +157,6 @@ class SharedBatch:
             truncations,
             terminal_obs,
             actions,
+            signals,
         )
 

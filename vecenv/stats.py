@@ -26,6 +26,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["StepClock", "StepStats", "WorkerStats", "thread_run_queue_seconds"]
 
@@ -71,6 +72,11 @@ class WorkerStats:
     :param run_queue_seconds: time the worker's serving thread was ready to run but waited for a free core,
         over the same time (Linux's scheduler statistics), or None where unknown (other systems, the calling
         process's own envs).
+    :param wait_mode: how the worker waits for requests: ``"spin"`` (on a shared-memory counter first, then in
+        the kernel; see SubprocVecEnv's ``wait_mode``) or ``"block"`` (in the kernel; every other worker).
+    :param spin_seconds: the part of ``idle_seconds`` spent spinning.
+    :param spin_waits: waits for a request that spun.
+    :param spin_hits: those whose request came while spinning (the others went on to block).
     """
 
     where: str
@@ -84,6 +90,10 @@ class WorkerStats:
     episodes: int
     cpu_seconds: float | None = None
     run_queue_seconds: float | None = None
+    wait_mode: str = "block"
+    spin_seconds: float = 0.0
+    spin_waits: int = 0
+    spin_hits: int = 0
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,11 @@ class StepStats:
     :param env_steps: env steps taken by all workers.
     :param episodes: episodes ended in all workers.
     :param workers: each worker's accounts, in env order.
+    :param wait_mode: how the calling process waits for worker replies: ``"spin"`` (on the workers'
+        shared-memory counters first, then in the kernel: SubprocVecEnv's ``wait_mode``) or ``"block"``.
+    :param spin_seconds: the part of ``wait_seconds`` spent spinning.
+    :param spin_waits: waits for replies that spun.
+    :param spin_hits: those whose reply came while spinning (the others went on to block).
     """
 
     wall_seconds: float
@@ -121,6 +136,10 @@ class StepStats:
     env_steps: int
     episodes: int
     workers: tuple[WorkerStats, ...] = field(default_factory=tuple)
+    wait_mode: str = "block"
+    spin_seconds: float = 0.0
+    spin_waits: int = 0
+    spin_hits: int = 0
 
     @property
     def num_envs(self) -> int:
@@ -173,10 +192,39 @@ class StepStats:
             f"{'where':<{width}} {header}",
             *(f"{where:<{width}} {rest}" for where, rest in rows),
         ]
+        spinning = self.spinning()
+        if spinning:
+            lines.append(f"spin: {spinning}")
         advice = self.advice()
         if advice:
             lines.append(f"advice: {advice}")
         return "\n".join(lines)
+
+    def spinning(self) -> str | None:
+        """One line on the spinning waits (SubprocVecEnv's ``wait_mode``): for the calling process and the
+        worker processes together, the time spent spinning in microseconds per env-step and in percent of the wall
+        time, and how many waits the spin caught; None where nobody waits by spinning."""
+        spinners = [worker for worker in self.workers if worker.wait_mode == "spin"]
+        if self.wait_mode != "spin" and not spinners:
+            return None
+        parts = []
+        if self.wait_mode == "spin":
+            parts.append(
+                f"calling process {self.per_env_step_us(self.spin_seconds):.2f} us/env-step "
+                f"({_share(self.spin_seconds, self.wall_seconds)}), {_caught(self.spin_hits, self.spin_waits)}"
+            )
+        else:
+            parts.append("calling process blocks")
+        if spinners:
+            seconds = sum(worker.spin_seconds for worker in spinners)
+            env_steps = sum(worker.env_steps for worker in spinners)
+            wall = sum(worker.wall_seconds for worker in spinners)
+            hits, waits = sum(worker.spin_hits for worker in spinners), sum(worker.spin_waits for worker in spinners)
+            per_step = seconds * 1e6 / env_steps if env_steps else 0.0
+            parts.append(f"workers {per_step:.2f} us/env-step ({_share(seconds, wall)}), {_caught(hits, waits)}")
+        else:
+            parts.append("workers block")
+        return "; ".join(parts)
 
     def __str__(self) -> str:
         return self.table()
@@ -268,6 +316,14 @@ def _off_cpu_advice(worker: WorkerStats) -> str | None:
     )
 
 
+def _share(seconds: float, wall: float) -> str:
+    return f"{100.0 * seconds / wall if wall > 0 else 0.0:.1f}%"
+
+
+def _caught(hits: int, waits: int) -> str:
+    return f"{hits} of {waits} spins caught the message"
+
+
 def _index_range(indices: tuple[int, ...]) -> str:
     if not indices:
         return "none"
@@ -278,9 +334,12 @@ class StepClock:
     """The calling process's side of :class:`StepStats`: running totals in seconds, updated by the vector env
     at the entry and exit of ``step_async`` / ``step_wait`` / ``reset`` (:func:`time.perf_counter`)."""
 
-    __slots__ = ("collect", "last_exit", "outside", "reset", "send", "start", "steps", "wait")
+    __slots__ = ("collect", "last_exit", "outside", "reset", "send", "spinner", "start", "steps", "wait")
 
     def __init__(self) -> None:
+        #: how the calling process waits for replies, if it spins (a :class:`vecenv.workers.spin.Spinner`, whose
+        #: accounts restart with these); None: it blocks
+        self.spinner: Any = None
         self.restart()
 
     def restart(self) -> None:
@@ -289,6 +348,8 @@ class StepClock:
         self.last_exit = 0.0
         self.send = self.wait = self.collect = self.reset = self.outside = 0.0
         self.steps = 0
+        if self.spinner is not None:
+            self.spinner.restart_accounts()
 
     def enter(self) -> float:
         """A vector-env call starts: the time since the last one ended was spent outside. :return: now."""
@@ -322,6 +383,8 @@ class StepClock:
         now = time.perf_counter()
         if self.start is None:  # no call yet
             self.last_exit = now
+        spinner = self.spinner
+        spin = {} if spinner is None else spinner.accounts()
         return StepStats(
             wall_seconds=self.elapsed(),
             send_seconds=self.send,
@@ -334,4 +397,5 @@ class StepClock:
             env_steps=sum(worker.env_steps for worker in workers),
             episodes=sum(worker.episodes for worker in workers),
             workers=workers,
+            **spin,
         )

@@ -30,6 +30,7 @@ from vecenv.spaces import (
 )
 from vecenv.worker_vec_env import WorkerVecEnv
 from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers, split_groups
+from vecenv.workers.spin import SPIN_LIMIT, Spinner, checked_wait_mode, spin_allowed
 from vecenv.workers.subproc import SharedFd
 
 __all__ = ["SubprocVecEnv", "default_n_workers", "split_groups"]
@@ -92,9 +93,21 @@ class SubprocVecEnv(WorkerVecEnv):
         that step or their next one, and a :class:`RuntimeWarning` names the cause. Over the budget the
         error is raised as without restarts; a worker that died or was killed is never used again. See
         docs/reliability.md.
+    :param wait_mode: how this process and the worker processes wait for each other's messages. ``"block"``:
+        in the kernel (``poll(2)`` / ``read(2)``), which costs a wake-up (tens of microseconds on a VM) per
+        message. ``"spin"``: first spin (up to 1 ms, yielding the core to any process that needs it) on a
+        counter the other side bumps in shared memory, then block as above: this process for every step's
+        replies, each worker for every request. ``"auto"`` (default): spin only if this process and the
+        workers together (``n_workers + 1``) fit the cores this process may run on
+        (:func:`os.sched_getaffinity`), each spin about 1.5 times as long as the waits it has been seeing, and
+        none while those waits are longer than 1 ms; else block. Dead workers, timeouts, restarts and Ctrl-C are
+        handled the same in every mode. Spinning needs ``shared_memory=True`` (without it every mode blocks).
+        ``step_stats()`` says which mode is in use and the time spent spinning; measurements in
+        docs/performance.md.
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
         ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, a ``parent_envs`` outside
-        ``0..len(env_fns)-1``, or if the envs' spaces differ.
+        ``0..len(env_fns)-1``, a ``wait_mode`` other than ``"auto"``, ``"spin"`` and ``"block"``, or
+        ``wait_mode="spin"`` with ``shared_memory=False``, or if the envs' spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
     """
@@ -111,8 +124,15 @@ class SubprocVecEnv(WorkerVecEnv):
         reset_timeout: float | None = None,
         max_restarts: int = 0,
         parent_envs: int = 0,
+        wait_mode: str = "auto",
     ) -> None:
         env_fns = check_env_fns(env_fns)
+        wait_mode = checked_wait_mode(wait_mode)
+        if wait_mode == "spin" and not shared_memory:
+            raise ValueError(
+                "wait_mode='spin' needs shared_memory=True: the spin watches counters in the shared block "
+                "(got shared_memory=False)"
+            )
         mode = checked_autoreset_mode(autoreset_mode)
         parent_envs = checked_parent_envs(parent_envs, len(env_fns))
         step_timeout = checked_timeout("step_timeout", step_timeout)
@@ -130,11 +150,18 @@ class SubprocVecEnv(WorkerVecEnv):
         self.n_workers = n_workers
         #: how many envs (``0..parent_envs-1``) this process steps itself (see the ``parent_envs`` parameter)
         self.parent_envs = parent_envs
+        #: the ``wait_mode`` asked for (``step_stats().wait_mode`` says whether this process spins)
+        self.wait_mode = wait_mode
+        spinner = None
+        if shared_memory and spin_allowed(wait_mode, n_workers):
+            spinner = Spinner(SPIN_LIMIT, adaptive=wait_mode == "auto")
         workers: list[Worker] = []
         buffers = None
         action_buffer = None
         try:
             subprocs = _start_subprocs(ctx, env_fns, parent_envs, n_workers, mode, step_timeout, reset_timeout, workers)
+            for subproc in subprocs:
+                subproc.use_spinner(spinner)
             observation_space, action_space = _spaces_of(env_fns, parent_envs, mode, workers, subprocs)
             if shared_memory:
                 buffers, action_buffer = _share_memory(
@@ -145,6 +172,9 @@ class SubprocVecEnv(WorkerVecEnv):
                 shutdown_workers(workers)
             raise
         super().__init__(workers, observation_space, action_space, buffers, action_buffer)
+        self._clock.spinner = spinner
+        if spinner is not None:
+            spinner.restart_accounts()
         self.shared_memory = shared_memory
         if batch_size is not None:
             self.batch_size = int(batch_size)

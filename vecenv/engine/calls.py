@@ -155,6 +155,10 @@ class SubEnvCalls(Recovery):
                     episodes=account["episodes"],
                     cpu_seconds=account.get("cpu_seconds"),
                     run_queue_seconds=account.get("run_queue_seconds"),
+                    wait_mode=account.get("wait_mode", "block"),
+                    spin_seconds=account.get("spin_seconds", 0.0),
+                    spin_waits=account.get("spin_waits", 0),
+                    spin_hits=account.get("spin_hits", 0),
                 )
             )
         stats = clock.summary(tuple(workers), parent_env)

@@ -14,6 +14,11 @@ The messages (what each request and reply holds) are defined in :mod:`vecenv.wor
 
 The parent never blocks on a pipe without also watching the worker's process sentinel, so a dead
 worker is an error, not a hang.
+
+With a :class:`~vecenv.workers.spin.Spinner` (SubprocVecEnv's ``wait_mode``), each side bumps a counter in the
+shared block right after writing a message to the pipe, and the other side spins on that counter for a while
+before it blocks as above (the calling process for STEP replies, the worker for every request): once the counter
+moved, the message is in the pipe and reading it never blocks.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
+from time import perf_counter
 from typing import Any
 
 import cloudpickle
@@ -52,6 +58,7 @@ from vecenv.workers.messages import (
     build_group,
     label,
 )
+from vecenv.workers.spin import REPLIES, REQUESTS, Spinner
 
 # multiprocessing.Connection's framing (so its recv_bytes / send_bytes interoperate): a 4-byte big-endian
 # length, or -1 and an 8-byte length for messages over 2 GiB, then the bytes
@@ -147,10 +154,16 @@ class _WorkerLoop(GroupServer):
         self.action_view: Any = None
         self._action_space = group.action_space
         self._n_local = len(group)
+        #: with spinning (SETUP says): this worker's row of the shared signals, the requests read and the replies
+        #: written since SETUP (SETUP's included), and how this side spins
+        self._signals: Any = None
+        self._requests_read = self._replies_written = 0
+        self._spinner: Spinner | None = None
 
-    def setup(self, arg: tuple[int, int, int, int, bool, str]) -> None:
-        """Map the shared batch (its fd follows this message) and write the group's rows there from now on."""
-        size, num_envs, start, stop, obs_in_shm, rewards_dtype = arg
+    def setup(self, arg: tuple[Any, ...]) -> None:
+        """Map the shared batch (its fd follows this message) and write the group's rows there from now on;
+        with a spin setting ``(limit, adaptive)``, wait for requests as a :class:`Spinner` says."""
+        size, num_envs, start, stop, obs_in_shm, rewards_dtype, spin = arg
         fd = reduction.recv_handle(self.fd_conn)
         self.fd_conn.close()  # one block per worker process: the socket has done its job
         try:
@@ -173,7 +186,24 @@ class _WorkerLoop(GroupServer):
                 group.terminal_obs = shared.terminal_obs[start:stop]
         if shared.actions is not None:
             self.action_view = batch_slice(shared.actions, start, stop)
+        if spin is not None:
+            self._spinner = Spinner(*spin)
+            self._signals = memoryview(shared.signals[start])
+            self._requests_read, self._replies_written = 1, 0  # SETUP is the first request counted
         self._restart_accounts()  # the accounts of vecenv.stats start with the first request after SETUP
+
+    def accounts(self, restart: bool) -> dict[str, Any]:
+        """The group's and the server's accounts (:meth:`GroupServer.accounts`) plus this side's spinning
+        (:meth:`Spinner.accounts`; ``wait_mode`` ``"block"`` without a spinner)."""
+        accounts = super().accounts(restart)
+        spinner = self._spinner
+        if spinner is None:
+            accounts.update(wait_mode="block", spin_seconds=0.0, spin_waits=0, spin_hits=0)
+        else:
+            accounts.update(spinner.accounts())
+            if restart:
+                spinner.restart_accounts()
+        return accounts
 
     def call(self, command: Command, arg: Any) -> Any:
         if command is Command.SETUP:
@@ -193,16 +223,33 @@ class _WorkerLoop(GroupServer):
         fd_in, fd_out, handle = self.conn_in.fileno(), self.conn_out.fileno(), self.handle
         received, replied = self.received, self.replied
         while True:
+            spinner = self._spinner
             try:
-                message = read_message(fd_in)
+                message = read_message(fd_in) if spinner is None else self._read_request(spinner, fd_in)
             except (EOFError, OSError):
                 return
             started = received()
             reply, command = handle(message)
             write_message(fd_out, reply)
+            signals = self._signals
+            if signals is not None:  # the reply is in the pipe: the parent may read it without blocking
+                self._replies_written += 1
+                signals[REPLIES] = self._replies_written
             replied(started)
             if command is Command.CLOSE:
                 return
+
+    def _read_request(self, spinner: Spinner, fd_in: int) -> bytes:
+        """The next request: spin until the parent's counter says it is in the pipe (or the spin budget ran out),
+        then read it."""
+        started = perf_counter()
+        self._requests_read += 1
+        spinner.spin(self._signals, REQUESTS, self._requests_read, spinner.budget())
+        message = read_message(fd_in)
+        spinner.observe(perf_counter() - started)
+        if self.accounts_start is None:  # the accounts start with this request: the wait for it is not in them
+            spinner.restart_accounts()
+        return message
 
 
 def worker_main(
@@ -320,6 +367,11 @@ class SubprocWorker(MessageWorker):
         self._env_fns = CloudpickleWrapper(list(env_fns))
         #: kept for :meth:`restart`: the shared block (fd stays open until shutdown) and its arguments
         self._shared: tuple[SharedBatch, SharedFd, bool] | None = None
+        #: how this side waits for STEP replies (None: it blocks; see :meth:`use_spinner`)
+        self._spinner: Spinner | None = None
+        #: while spinning: this worker's row of the shared signals, and the requests written since SETUP
+        self._signals: Any = None
+        self._requests = 0
         self._start_process()
         # late replies of an abandoned request that shutdown must skip before the CLOSE reply
         self._stale_replies = 0
@@ -371,11 +423,23 @@ class SubprocWorker(MessageWorker):
         spaces: tuple[gym.Space, gym.Space] = self._reply(raw)
         return spaces
 
+    def use_spinner(self, spinner: Spinner | None) -> None:
+        """Spin as ``spinner`` says (shared by the vector env's workers) while waiting for STEP replies, and have
+        the worker process spin the same way for its requests, from :meth:`setup_shared` on; None, or a spinner
+        whose limit is 0: both sides block."""
+        self._spinner = None if spinner is None or spinner.limit <= 0 else spinner
+
     def setup_shared(self, shared: SharedBatch, fd: SharedFd, obs_in_shm: bool) -> None:
         """Send the shared batch's fd; from now on the worker writes its rows of ``shared`` in place."""
         self._shared = (shared, fd, obs_in_shm)
         start, stop = self.env_indices[0], self.env_indices[-1] + 1
-        arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str)
+        spinner, spin = self._spinner, None
+        if spinner is not None:
+            row = shared.signals[start]
+            row[:] = 0  # a restarted worker counts from zero again (its predecessor is dead)
+            self._signals, self._requests = memoryview(row), 0
+            spin = (spinner.limit, spinner.adaptive)
+        arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str, spin)
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
         try:
             reduction.send_handle(self._fd_conn, fd.fd, self.process.pid)
@@ -398,7 +462,36 @@ class SubprocWorker(MessageWorker):
 
     @classmethod
     def wait_any(cls, workers: Sequence[Worker], timeout: float | None) -> list[int]:
-        """One ``poll(2)`` over every worker's reply pipe and process sentinel (a worker that died is ready)."""
+        """One ``poll(2)`` over every worker's reply pipe and process sentinel (a worker that died is ready);
+        for STEP replies with a spinner, a spin on the workers' reply counters first."""
+        spinner = cls._spinner_for(workers) if workers[0]._spinner is not None else None  # type: ignore[attr-defined]
+        if spinner is None:
+            return cls._poll_any(workers, timeout)
+        started = perf_counter()
+        watched = [(worker._signals, worker._requests) for worker in workers]  # type: ignore[attr-defined]
+        ready = spinner.spin_any(watched, REPLIES, spinner.budget(timeout))
+        if not ready:
+            ready = cls._poll_any(workers, None if timeout is None else max(0.0, timeout - (perf_counter() - started)))
+        spinner.observe(perf_counter() - started)
+        return ready
+
+    @staticmethod
+    def _spinner_for(workers: Sequence[Worker]) -> Spinner | None:
+        """The spinner to wait for ``workers`` with: the one they share when each is waiting for a STEP reply and
+        none is lost, else None (block)."""
+        first = workers[0]
+        assert isinstance(first, SubprocWorker)
+        spinner = first._spinner
+        if spinner is None:
+            return None
+        for worker in workers:
+            assert isinstance(worker, SubprocWorker)
+            if worker._signals is None or worker._lost is not None or worker._pending is not Command.STEP:
+                return None
+        return spinner
+
+    @classmethod
+    def _poll_any(cls, workers: Sequence[Worker], timeout: float | None) -> list[int]:
         poller = select.poll()
         owner: dict[int, int] = {}
         ready: set[int] = set()
@@ -430,9 +523,36 @@ class SubprocWorker(MessageWorker):
                 write_message(self._send_fd, data)
         except (OSError, EOFError) as exc:  # broken pipe or reset: the worker is gone
             raise self._died(doing) from exc
+        if self._signals is not None:
+            self._count_request()
+
+    def _count_request(self) -> None:
+        """A request is in the pipe: tell a worker that spins for it."""
+        signals = self._signals
+        if signals is not None:
+            self._requests += 1
+            signals[REQUESTS] = self._requests
 
     def _recv_raw(self, doing: Command | str) -> bytes:
         deadline = self._deadline if self._pending is not None else None
+        spinner, signals = self._spinner, self._signals
+        if spinner is not None and signals is not None and doing is Command.STEP:
+            if signals[REPLIES] < self._requests:  # (else wait_any saw it come: not a wait of its own)
+                started = perf_counter()
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not spinner.spin(signals, REPLIES, self._requests, spinner.budget(timeout)):
+                    self._poll_reply(doing, deadline)
+                spinner.observe(perf_counter() - started)
+        else:
+            self._poll_reply(doing, deadline)
+        try:
+            return read_message(self._conn_fd)
+        except (EOFError, OSError) as exc:
+            self._pending = None
+            raise self._died(doing) from exc
+
+    def _poll_reply(self, doing: Command | str, deadline: float | None) -> None:
+        """Block until the reply is in the pipe; kill the worker and raise if ``deadline`` passes or it died."""
         assert self._poller is not None
         ready = self._poller.poll(None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1))
         if not ready:
@@ -454,11 +574,6 @@ class SubprocWorker(MessageWorker):
             # the poll set woke up for the sentinel alone: the worker is gone
             self._pending = None
             raise self._died(doing)
-        try:
-            return read_message(self._conn_fd)
-        except (EOFError, OSError) as exc:
-            self._pending = None
-            raise self._died(doing) from exc
 
     def _died(self, doing: Command | str) -> WorkerDiedError:
         """The error for a worker found dead while ``doing`` (a command, or a phase such as ``"setup"``); every
@@ -522,6 +637,7 @@ class SubprocWorker(MessageWorker):
             conn.close()
         self._conn_fd = self._send_fd = -1
         self._poller = None
+        self._signals = None  # (setup_shared maps them again for a restarted worker)
 
     def restart(
         self, seeds: Sequence[int | None] | None = None, options: Sequence[dict[str, Any] | None] | None = None
@@ -557,6 +673,8 @@ class SubprocWorker(MessageWorker):
             self._pending = Command.CLOSE
         except OSError:  # the worker is gone
             pass
+        else:
+            self._count_request()
 
     def shutdown_end(self, deadline: float) -> BaseException | None:
         reply = self._close_reply(deadline) if self._pending is Command.CLOSE else None

@@ -1,0 +1,336 @@
+"""SubprocVecEnv's ``wait_mode``: spinning on shared-memory counters before blocking, and only when cores allow.
+
+Every check goes through the accounts (``step_stats()``: the mode in use, spin counts), never through timing.
+``vecenv.workers.spin.usable_cores`` is patched so the "auto" rule is tested on the same layouts whatever the
+machine. The guarantees of the blocking wait (dead workers, timeouts, Ctrl-C, restarts, partial batches) are
+checked with the spin forced, so the parent and the workers spin before every wait.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecenv
+from tests.envs_failure import SLOW, STEP, TERMINATE, expected_obs, make
+from vecenv.errors import WorkerDiedError
+from vecenv.stats import StepStats, WorkerStats
+from vecenv.workers import spin
+from vecenv.workers.spin import Spinner, spin_allowed
+
+
+def script_fns(n: int, **kwargs: Any) -> list[Callable[[], gym.Env]]:
+    return [functools.partial(make, i, **kwargs) for i in range(n)]
+
+
+def actions(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+@pytest.fixture
+def built() -> Iterator[list[Any]]:
+    venvs: list[Any] = []
+    yield venvs
+    for venv in venvs:
+        with contextlib.suppress(Exception):
+            venv.close()
+
+
+@pytest.fixture
+def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "auto" rule sees 2 usable cores."""
+    monkeypatch.setattr(spin, "usable_cores", lambda: 2)
+
+
+def _after(seconds: float, fn: Callable[..., Any], *args: Any) -> threading.Timer:
+    timer = threading.Timer(seconds, fn, args=args)
+    timer.start()
+    return timer
+
+
+# --- the rule and the arguments ------------------------------------------------------------------------------
+
+
+def test_spin_allowed_counts_the_calling_process_and_every_worker() -> None:
+    assert spin_allowed("auto", n_workers=1, cores=2)  # 2 parties, 2 cores
+    assert not spin_allowed("auto", n_workers=2, cores=2)  # 3 parties: block
+    assert spin_allowed("auto", n_workers=3, cores=4)
+    assert not spin_allowed("auto", n_workers=4, cores=4)
+    assert spin_allowed("spin", n_workers=8, cores=1)
+    assert not spin_allowed("block", n_workers=1, cores=64)
+
+
+def test_spin_budget_follows_the_waits_seen() -> None:
+    spinner = Spinner(limit=1e-3, adaptive=True)
+    for _ in range(100):
+        spinner.observe(100e-6)
+    assert spinner.budget() == pytest.approx(1.5 * 100e-6 + 20e-6, rel=1e-3)
+    assert spinner.budget(timeout=10e-6) == 10e-6
+    for _ in range(100):
+        spinner.observe(5e-3)  # waits much longer than the limit: no spin
+    assert spinner.budget() == 0.0
+    assert not spinner.spin([0, 0], 1, 1, spinner.budget())
+    assert (spinner.waits, spinner.hits, spinner.seconds) == (0, 0, 0.0)  # a wait that did not spin
+    forced = Spinner(limit=1e-3, adaptive=False)
+    forced.observe(5e-3)
+    assert forced.budget() == 1e-3
+    assert forced.spin([0, 3], 1, 3, forced.budget())  # already there: no spin counted
+    assert forced.waits == 0
+    assert not forced.spin([0, 2], 1, 3, 1e-4)  # never comes: spins its budget, then gives up
+    assert (forced.waits, forced.hits) == (1, 0) and forced.seconds > 0
+    assert forced.spin_any([([0, 2], 3), ([0, 5], 5)], 1, 1e-4) == [1]
+
+
+def test_wait_mode_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"wait_mode must be one of 'auto', 'spin', 'block', got 'busy'"):
+        vecenv.SubprocVecEnv(script_fns(2), wait_mode="busy")
+    with pytest.raises(ValueError, match=r"wait_mode='spin' needs shared_memory=True"):
+        vecenv.SubprocVecEnv(script_fns(2), wait_mode="spin", shared_memory=False)
+
+
+# --- which mode is in use: the accounts say ------------------------------------------------------------------
+
+
+def _run(venv: Any, steps: int = 30) -> StepStats:
+    venv.reset()
+    for _ in range(steps):
+        venv.step(actions(*[STEP] * venv.num_envs))
+    stats: StepStats = venv.step_stats()
+    return stats
+
+
+def _assert_blocks(stats: StepStats) -> None:
+    assert (stats.wait_mode, stats.spin_waits, stats.spin_hits, stats.spin_seconds) == ("block", 0, 0, 0.0)
+    for worker in stats.workers:
+        assert (worker.wait_mode, worker.spin_waits, worker.spin_hits, worker.spin_seconds) == ("block", 0, 0, 0.0)
+    assert "spin:" not in stats.table()
+
+
+def _assert_spins(stats: StepStats, workers: list[WorkerStats]) -> None:
+    assert stats.wait_mode == "spin" and stats.spin_waits > 0 and stats.spin_seconds > 0
+    assert stats.spin_hits <= stats.spin_waits
+    for worker in workers:
+        assert worker.wait_mode == "spin" and worker.spin_waits > 0 and worker.spin_seconds > 0
+        assert worker.spin_hits <= worker.spin_waits
+        assert worker.spin_seconds <= worker.idle_seconds
+    assert stats.spin_seconds <= stats.wait_seconds
+    assert "\nspin: calling process " in stats.table()
+
+
+@pytest.mark.timeout(60)
+def test_auto_blocks_when_the_parties_outnumber_the_cores(two_cores: None, built: list[Any]) -> None:
+    # 2 workers + this process on 2 cores: nobody spins
+    venv = vecenv.SubprocVecEnv(script_fns(4), n_workers=2)
+    built.append(venv)
+    assert venv.wait_mode == "auto"
+    _assert_blocks(_run(venv))
+
+
+@pytest.mark.timeout(60)
+def test_auto_spins_when_every_party_has_a_core(two_cores: None, built: list[Any]) -> None:
+    venv = vecenv.SubprocVecEnv(script_fns(2), n_workers=1)
+    built.append(venv)
+    stats = _run(venv)
+    # (how much it spins depends on the waits it sees: only the mode is certain)
+    assert stats.wait_mode == "spin" and [worker.wait_mode for worker in stats.workers] == ["spin"]
+    venv.close()
+    # with parent_envs this process still counts once
+    venv = vecenv.SubprocVecEnv(script_fns(3), n_workers=1, parent_envs=1)
+    built.append(venv)
+    stats = _run(venv)
+    assert stats.wait_mode == "spin" and [worker.wait_mode for worker in stats.workers] == ["block", "spin"]
+
+
+@pytest.mark.timeout(60)
+def test_block_and_no_shared_memory_never_spin(two_cores: None, built: list[Any]) -> None:
+    for kwargs in ({"wait_mode": "block"}, {"shared_memory": False}):
+        venv = vecenv.SubprocVecEnv(script_fns(2), n_workers=1, **kwargs)
+        built.append(venv)
+        _assert_blocks(_run(venv))
+
+
+@pytest.mark.timeout(60)
+def test_other_backends_block() -> None:
+    venv = vecenv.DummyVecEnv(script_fns(2))
+    try:
+        _assert_blocks(_run(venv))
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_forced_spin_steps_exactly_and_accounts_for_it(n_workers: int, built: list[Any]) -> None:
+    """Spinning even when oversubscribed: the results are those of DummyVecEnv's, step after step, and the
+    accounts of both sides show spins; step_stats(reset=True) starts them again."""
+    venv = vecenv.SubprocVecEnv(script_fns(4, max_steps=7), n_workers=n_workers, wait_mode="spin")
+    reference = vecenv.DummyVecEnv(script_fns(4, max_steps=7))
+    built += [venv, reference]
+    np.testing.assert_array_equal(venv.reset(), reference.reset())
+    for t in range(20):
+        batch = actions(*(TERMINATE if (t + i) % 5 == 0 else STEP for i in range(4)))
+        obs, rewards, dones, infos = venv.step(batch)
+        expected = reference.step(batch)
+        np.testing.assert_array_equal(obs, expected[0])
+        np.testing.assert_array_equal(rewards, expected[1])
+        np.testing.assert_array_equal(dones, expected[2])
+        assert [set(info) for info in infos] == [set(info) for info in expected[3]]
+    stats = venv.step_stats(reset=True)
+    _assert_spins(stats, list(stats.workers))
+    again = venv.step_stats()
+    assert (again.spin_waits, again.spin_seconds) == (0, 0.0)
+    assert all((worker.spin_waits, worker.spin_seconds) == (0, 0.0) for worker in again.workers)
+
+
+# --- the blocking wait's guarantees, with the spin forced -----------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_a_worker_killed_during_a_spinning_wait_is_reported(n_workers: int, built: list[Any]) -> None:
+    venv = vecenv.SubprocVecEnv(script_fns(2, slow=2.0), n_workers=n_workers, wait_mode="spin")
+    built.append(venv)
+    venv.reset()
+    venv.step(actions(STEP, STEP))
+    victim = venv.processes[-1]
+    timer = _after(0.2, victim.kill)
+    with pytest.raises(WorkerDiedError, match=rf"worker process {victim.pid} .*was killed by SIGKILL .*during step"):
+        venv.step(actions(SLOW, SLOW))
+    timer.join()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_a_restarted_worker_spins_again(n_workers: int, built: list[Any]) -> None:
+    venv = vecenv.SubprocVecEnv(script_fns(2, slow=2.0), n_workers=n_workers, wait_mode="spin", max_restarts=1)
+    built.append(venv)
+    venv.reset()
+    venv.step(actions(STEP, STEP))
+    timer = _after(0.2, venv.processes[-1].kill)
+    with pytest.warns(RuntimeWarning, match="restarting the worker of envs"):
+        obs, _, dones, infos = venv.step(actions(SLOW, SLOW))
+    timer.join()
+    assert dones[1] and infos[1]["vecenv.restarted"] is True
+    np.testing.assert_array_equal(obs[1], expected_obs(1, 0, 0))  # the new env's first observation
+    venv.step_stats(reset=True)
+    for t in range(1, 6):  # the counters of the new worker start again: every step is exact
+        obs, _, _, _ = venv.step(actions(STEP, STEP))
+        np.testing.assert_array_equal(obs[1], expected_obs(1, 0, t))
+    stats = venv.step_stats()
+    _assert_spins(stats, [stats.workers[-1]])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_step_timeout_while_spinning(n_workers: int, built: list[Any]) -> None:
+    venv = vecenv.SubprocVecEnv(script_fns(2, slow=5.0), n_workers=n_workers, wait_mode="spin", step_timeout=0.3)
+    built.append(venv)
+    venv.reset()
+    venv.step(actions(STEP, STEP))
+    with pytest.raises(TimeoutError, match=r"did not finish step within 0.3 s"):
+        venv.step(actions(STEP, SLOW))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_ctrl_c_while_spinning_loses_no_step(n_workers: int, built: list[Any]) -> None:
+    venv = vecenv.SubprocVecEnv(script_fns(2, slow=1.0), n_workers=n_workers, wait_mode="spin")
+    built.append(venv)
+    venv.reset()
+    venv.step(actions(STEP, STEP))
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = _after(0.3, signal.pthread_kill, main, signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        venv.step(actions(SLOW, SLOW))
+    timer.join()
+    obs, _, _, _ = venv.step(actions(TERMINATE, TERMINATE))  # returns the interrupted step
+    np.testing.assert_array_equal(obs, [expected_obs(0, 0, 2), expected_obs(1, 0, 2)])
+    obs, _, _, _ = venv.step(actions(STEP, STEP))
+    np.testing.assert_array_equal(obs, [expected_obs(0, 0, 3), expected_obs(1, 0, 3)])
+
+
+@pytest.mark.timeout(60)
+def test_partial_batches_while_spinning(built: list[Any]) -> None:
+    venv = vecenv.SubprocVecEnv(script_fns(4), n_workers=4, wait_mode="spin", batch_size=2)
+    built.append(venv)
+    venv.async_reset()
+    returned = [0, 0, 0, 0]  # observations returned per env
+    for _ in range(12):
+        obs, _, _, _, env_ids = venv.recv()
+        assert len(env_ids) >= 2
+        for row, env_id in zip(obs, env_ids, strict=True):
+            np.testing.assert_array_equal(row, expected_obs(env_id, 0, returned[env_id]))
+            returned[env_id] += 1
+        venv.send(actions(*[STEP] * len(env_ids)), env_ids)
+    assert sum(returned) >= 24
+
+
+# --- vecenv run --wait-mode ------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["spin", "block"])
+def test_run_wait_mode_shows_in_the_profile(mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from vecenv.cli import main
+
+    args = ["run", "CartPole-v1", "-n", "4", "--steps", "200", "--n-workers", "2", "--wait-mode", mode, "--profile"]
+    assert main(args) == 0
+    profile = capsys.readouterr().out.split("\n\n")[1].splitlines()
+    spin_lines = [line for line in profile if line.startswith("spin: ")]
+    if mode == "block":
+        assert spin_lines == []
+    else:
+        assert len(spin_lines) == 1 and spin_lines[0].startswith("spin: calling process ")
+        assert "; workers " in spin_lines[0]
+
+
+def test_run_wait_mode_needs_the_subproc_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    from vecenv.cli import main
+
+    assert main(["run", "CartPole-v1", "-b", "dummy", "--wait-mode", "spin", "--steps", "8"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip() == (
+        "vecenv run: error: argument --wait-mode: needs --backend subproc (got --backend dummy, which steps every env "
+        "in this process)"
+    )
+
+
+def test_spinning_line_of_the_table() -> None:
+    worker = WorkerStats("worker process 7", (0, 1), 1.0, 0.4, 0.1, 0.5, 2000, 2, 0, 0.5, None, "spin", 0.25, 1000, 900)
+    stats = StepStats(
+        wall_seconds=1.0,
+        send_seconds=0.1,
+        wait_seconds=0.5,
+        collect_seconds=0.1,
+        parent_env_seconds=0.0,
+        reset_seconds=0.0,
+        outside_seconds=0.3,
+        steps=1000,
+        env_steps=2000,
+        episodes=0,
+        workers=(worker,),
+        wait_mode="spin",
+        spin_seconds=0.2,
+        spin_waits=1000,
+        spin_hits=800,
+    )
+    assert stats.spinning() == (
+        "calling process 100.00 us/env-step (20.0%), 800 of 1000 spins caught the message; "
+        "workers 125.00 us/env-step (25.0%), 900 of 1000 spins caught the message"
+    )
+    lines = stats.table().splitlines()
+    spin_line = lines.index(f"spin: {stats.spinning()}")  # after the rows, before the advice
+    assert lines[spin_line - 1].split()[-3:] == ["idle", "250.00", "50.0"]
+    assert all(line.startswith("advice: ") for line in lines[spin_line + 1 :])
+    blocking = dataclasses.replace(stats, wait_mode="block", workers=(dataclasses.replace(worker, wait_mode="block"),))
+    assert blocking.spinning() is None and "spin:" not in blocking.table()
