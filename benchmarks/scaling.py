@@ -22,7 +22,9 @@ process; the wait is blocked or spinning); ``limit`` says what stops the scaling
 
 Before the workloads, the machine's own capacity: ``burn`` (the CPU workload's loop) in 1 process against
 ``--capacity-procs`` processes at once (default: the usable cores), rounds interleaved, the median ratio. It is
-the ceiling of any multi-process speed-up of the CPU workload on this machine.
+the ceiling of any multi-process speed-up of the CPU workload on this machine. The CPU workload's rounds measure it
+again (one more chunk per round), and its rows get ``x capacity``: the median over rounds of the row's ratio to
+the plain loop over that round's capacity (1.0: as fast as this machine's processes allowed).
 
     python benchmarks/scaling.py                                           # everything, 1..16 workers
     python benchmarks/scaling.py --workloads cpu --workers 1,2,4 --rounds 5 --seconds 0.3
@@ -61,6 +63,7 @@ COLUMNS = [
     "x plain",
     "caller us/step/W",
     "busy us/step/W",
+    "x capacity",
     "limit",
 ]
 ACTION_BATCHES = 16
@@ -77,20 +80,37 @@ def burn_until(iterations: int, start: float, seconds: float) -> int:
     return calls
 
 
-def capacity(procs: int, iterations: int, rounds: int, seconds: float, start_method: str) -> dict[str, Any]:
-    """The machine's multi-process capacity: burns/s of ``procs`` processes at once over 1 process, per round."""
-    ratios = []
-    # fork where there is one: the task is this module's function, and the start method does not matter here
+def capacity_round(pool: ProcessPoolExecutor, procs: int, iterations: int, seconds: float, flip: bool) -> float:
+    """One round of the machine's capacity: burns/s of ``procs`` processes at once over 1 process."""
+    rates = {}
+    for n in (procs, 1) if flip else (1, procs):
+        start = time.time() + 0.05
+        rates[n] = sum(pool.map(burn_until, [iterations] * n, [start] * n, [seconds] * n)) / seconds
+    return rates[procs] / rates[1]
+
+
+def capacity_pool(procs: int, iterations: int, start_method: str) -> ProcessPoolExecutor:
+    """The ``procs`` processes that burn for :func:`capacity_round`, started (fork where there is one: the task is
+    this module's function, and the start method does not matter here)."""
     method = "fork" if "fork" in mp.get_all_start_methods() else start_method
-    with ProcessPoolExecutor(procs, mp_context=mp.get_context(method)) as pool:
-        list(pool.map(burn_until, [iterations] * procs, [time.time()] * procs, [0.05] * procs))  # warm
-        for r in range(rounds):
-            rates = {}
-            for n in (1, procs) if r % 2 == 0 else (procs, 1):
-                start = time.time() + 0.05
-                rates[n] = sum(pool.map(burn_until, [iterations] * n, [start] * n, [seconds] * n)) / seconds
-            ratios.append(rates[procs] / rates[1])
-    return {"procs": procs, "ratios": ratios, "median": float(np.median(ratios))}
+    pool = ProcessPoolExecutor(procs, mp_context=mp.get_context(method))
+    list(pool.map(burn_until, [iterations] * procs, [time.time()] * procs, [0.05] * procs))  # warm
+    return pool
+
+
+class CapacityProbe:
+    """The machine's capacity as one more contender of the CPU workload's rounds: each chunk is one round."""
+
+    name = "capacity"
+
+    def __init__(self, pool: ProcessPoolExecutor, procs: int, iterations: int) -> None:
+        self.pool, self.procs, self.iterations = pool, procs, iterations
+        self.rates: list[float] = []  # per-round ratios
+
+    def chunk(self, seconds: float) -> None:
+        """One capacity round of ``seconds`` per side."""
+        flip = len(self.rates) % 2 == 1
+        self.rates.append(capacity_round(self.pool, self.procs, self.iterations, seconds, flip))
 
 
 class Contender:
@@ -197,8 +217,11 @@ def limit(row: dict[str, Any], env_us: float, cores: int) -> str:
     return "; ".join(notes) or "-"
 
 
-def run_case(workload: str, workers: int, factory: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Every contender at W = ``workers``, in paired interleaved rounds; one record per contender."""
+def run_case(
+    workload: str, workers: int, factory: Any, args: argparse.Namespace, probe: CapacityProbe | None = None
+) -> list[dict[str, Any]]:
+    """Every contender at W = ``workers``, in paired interleaved rounds; one record per contender. With ``probe``,
+    each round also measures the machine's capacity, and each row gets its ratio to the plain loop over it."""
     n = args.envs_per_worker[workload] * workers
     names = ["plain", *(c for c in args.contenders if c != "plain")]
     skipped: dict[str, str] = {}
@@ -213,9 +236,10 @@ def run_case(workload: str, workers: int, factory: Any, args: argparse.Namespace
         for c in built:  # warm-up: first steps, page faults
             rate(c.one, c.num_envs, min(0.1, args.seconds))
             c.rates.clear()
+        rotation: list[Contender | CapacityProbe] = [*built, *([probe] if probe is not None else [])]
         for r in range(args.rounds):
-            shift = r % len(built)
-            for c in built[shift:] + built[:shift]:
+            shift = r % len(rotation)
+            for c in rotation[shift:] + rotation[:shift]:
                 c.chunk(args.seconds)
     finally:
         for c in built:
@@ -236,6 +260,9 @@ def run_case(workload: str, workers: int, factory: Any, args: argparse.Namespace
             "rate": float(np.median(rates)),
             "x_plain": float(np.median(rates / plain)),
         }
+        if probe is not None:
+            record["x_capacity"] = float(np.median(rates / plain / np.array(probe.rates)))
+            record["capacity_ratios"] = probe.rates
         if c.venv is not None and c.caller[2]:
             record["caller_us"] = c.caller[0] * 1e6 / c.caller[2] / workers
             record["busy_us"] = c.caller[1] * 1e6 / c.caller[2] / workers
@@ -254,7 +281,7 @@ def table(records: list[dict[str, Any]], cores: int) -> str:
     for r in records:
         if "skipped" in r:
             rows.append(
-                [r["workload"], str(r["W"]), str(r["envs"]), r["contender"], "skipped", "", "", "", r["skipped"]]
+                [r["workload"], str(r["W"]), str(r["envs"]), r["contender"], "skipped", "", "", "", "", r["skipped"]]
             )
             continue
         worker_row = r["contender"] != "plain"
@@ -268,10 +295,11 @@ def table(records: list[dict[str, Any]], cores: int) -> str:
                 f"{r['x_plain']:.3f}",
                 f"{r['caller_us']:.1f}" if "caller_us" in r else "",
                 f"{r['busy_us']:.1f}" if "busy_us" in r else "",
+                f"{r['x_capacity']:.3f}" if "x_capacity" in r else "",
                 limit(r, plain_us[r["workload"]], cores) if worker_row else "-",
             ]
         )
-    return render_markdown(COLUMNS, rows, [False, True, True, False, True, True, True, True, False])
+    return render_markdown(COLUMNS, rows, [False, True, True, False, True, True, True, True, True, False])
 
 
 def scaling_lines(records: list[dict[str, Any]]) -> list[str]:
@@ -281,9 +309,12 @@ def scaling_lines(records: list[dict[str, Any]]) -> list[str]:
         rows = [r for r in records if r["workload"] == workload and r["contender"] == "vecenv" and "rate" in r]
         if rows:
             best = max(rows, key=lambda r: r["rate"])
+            caps = [f"W={r['W']}: {np.median(r['capacity_ratios']):.2f}x" for r in rows if "capacity_ratios" in r]
             lines.append(
                 f"- {workload}: vecenv peaks at W={best['W']} ({best['rate']:,.0f} env-steps/s, "
-                f"{best['x_plain']:.2f}x plain); " + ", ".join(f"W={r['W']}: {r['x_plain']:.2f}x" for r in rows)
+                f"{best['x_plain']:.2f}x plain); "
+                + ", ".join(f"W={r['W']}: {r['x_plain']:.2f}x" for r in rows)
+                + (f"; capacity in the same rounds: {', '.join(caps)}" if caps else "")
             )
     return lines
 
@@ -339,13 +370,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     iterations = calibrate_cpu_iterations()
     cores = cpus_usable() or os.cpu_count() or 1
     cap = None
-    if args.capacity_rounds > 0:
-        cap = capacity(args.capacity_procs, iterations, args.capacity_rounds, args.seconds, args.start_method)
     records: list[dict[str, Any]] = []
-    for workload in workloads:
-        factory = WORKLOADS[workload].factory(iterations if workload == "cpu" else 0)
-        for workers in worker_counts:
-            records.extend(run_case(workload, workers, factory, args))
+    pool = capacity_pool(args.capacity_procs, iterations, args.start_method) if args.capacity_rounds > 0 else None
+    try:
+        if pool is not None:
+            ratios = [
+                capacity_round(pool, args.capacity_procs, iterations, args.seconds, r % 2 == 1)
+                for r in range(args.capacity_rounds)
+            ]
+            cap = {"procs": args.capacity_procs, "ratios": ratios, "median": float(np.median(ratios))}
+        for workload in workloads:
+            factory = WORKLOADS[workload].factory(iterations if workload == "cpu" else 0)
+            for workers in worker_counts:
+                probe = None
+                if pool is not None and workload == "cpu":
+                    probe = CapacityProbe(pool, args.capacity_procs, iterations)
+                records.extend(run_case(workload, workers, factory, args, probe))
+    finally:
+        if pool is not None:
+            pool.shutdown()
     info = machine_info()
     lines = [
         f"# Scaling: {', '.join(workloads)}; W = {args.workers}",
@@ -361,7 +404,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         lines.append(
             f"Machine capacity: {cap['procs']} processes of burn at once = {cap['median']:.3f}x one process "
             f"(median of {len(cap['ratios'])} rounds; {min(cap['ratios']):.2f}..{max(cap['ratios']):.2f}); "
-            f"95% of it: {0.95 * cap['median']:.3f}x."
+            f"95% of it: {0.95 * cap['median']:.3f}x. In the CPU workload's rounds too: `x capacity` is the "
+            "median over rounds of the row's ratio to the plain loop over that round's capacity."
         )
     lines += ["", table(records, cores), "", "Where scaling stops:", *scaling_lines(records)]
     text = "\n".join(lines)

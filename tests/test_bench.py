@@ -521,11 +521,11 @@ def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixtu
         sys.path.remove(bench_dir)
     argv = [
         "--workloads",
-        "cartpole",
+        "cartpole,cpu",
         "--workers",
         "1,2",
         "--envs-per-worker",
-        "cartpole=2",
+        "cartpole=2,cpu=1",
         "--contenders",
         "plain,vecenv",
         "--rounds",
@@ -545,23 +545,34 @@ def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixtu
     assert result["text"] in printed and "Machine capacity: 2 processes of burn at once" in printed
     lines = [line for line in printed.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    assert header == scaling.COLUMNS and len(header) == 9
-    assert header[3:8] == ["contender", "env-steps/s", "x plain", "caller us/step/W", "busy us/step/W"]
+    assert header == scaling.COLUMNS and len(header) == 10
+    assert header[3:9] == ["contender", "env-steps/s", "x plain", "caller us/step/W", "busy us/step/W", "x capacity"]
     rows = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True)) for line in lines[2:]]
-    assert [(r["W"], r["envs"], r["contender"]) for r in rows] == [
-        ("1", "2", "plain"),
-        ("1", "2", "vecenv"),
-        ("2", "4", "plain"),
-        ("2", "4", "vecenv"),
+    assert [(r["workload"], r["W"], r["envs"], r["contender"]) for r in rows] == [
+        ("cartpole", "1", "2", "plain"),
+        ("cartpole", "1", "2", "vecenv"),
+        ("cartpole", "2", "4", "plain"),
+        ("cartpole", "2", "4", "vecenv"),
+        ("cpu", "1", "1", "plain"),
+        ("cpu", "1", "1", "vecenv"),
+        ("cpu", "2", "2", "plain"),
+        ("cpu", "2", "2", "vecenv"),
     ]
-    records = {(r["W"], r["contender"]): r for r in result["records"]}
+    records = {(r["workload"], r["W"], r["contender"]): r for r in result["records"]}
     for row in rows:
-        rates = np.array(records[(int(row["W"]), row["contender"])]["rates"])
-        plain = np.array(records[(int(row["W"]), "plain")]["rates"])
+        record = records[(row["workload"], int(row["W"]), row["contender"])]
+        rates = np.array(record["rates"])
+        plain = np.array(records[(row["workload"], int(row["W"]), "plain")]["rates"])
         assert len(rates) == 3 and float(row["env-steps/s"].replace(",", "")) == pytest.approx(
             np.median(rates), abs=0.5
         )
         assert float(row["x plain"]) == pytest.approx(float(np.median(rates / plain)), abs=5e-4)
+        if row["workload"] == "cpu":  # the capacity measured in the same rounds
+            capacity = np.array(record["capacity_ratios"])
+            assert len(capacity) == 3 and (capacity > 0).all()
+            assert float(row["x capacity"]) == pytest.approx(float(np.median(rates / plain / capacity)), abs=5e-4)
+        else:
+            assert row["x capacity"] == ""
         if row["contender"] == "plain":
             assert row["x plain"] == "1.000" and row["caller us/step/W"] == "" and row["limit"] == "-"
         else:
