@@ -504,3 +504,76 @@ def test_envpool_backends_run_only_the_cartpole_workload() -> None:
     assert {("cartpole", "envpool"), ("cartpole", "vecenv-envpool")} <= planned
     assert not {("cpu", "envpool"), ("cpu", "vecenv-envpool")} & planned
     assert "envpool runs only the cartpole workload(s)" in notes
+
+
+def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/scaling.py, tiny: one row per (W, contender), and each ratio is the median of the rounds' rates
+    over the plain loop's of the same round."""
+    bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
+    sys.path.insert(0, bench_dir)  # the script imports its sibling paired.py
+    try:
+        spec = importlib.util.spec_from_file_location("scaling_under_test", os.path.join(bench_dir, "scaling.py"))
+        assert spec is not None and spec.loader is not None
+        scaling = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = scaling  # its capacity task is pickled by reference to a forked pool
+        spec.loader.exec_module(scaling)
+    finally:
+        sys.path.remove(bench_dir)
+    argv = [
+        "--workloads",
+        "cartpole,cpu",
+        "--workers",
+        "1,2",
+        "--envs-per-worker",
+        "cartpole=2,cpu=1",
+        "--contenders",
+        "plain,vecenv",
+        "--rounds",
+        "3",
+        "--seconds",
+        "0.02",
+        "--capacity-procs",
+        "2",
+        "--capacity-rounds",
+        "1",
+    ]
+    try:
+        result = scaling.main(argv)
+    finally:
+        del sys.modules[spec.name]
+    printed = capsys.readouterr().out
+    assert result["text"] in printed and "Machine capacity: 2 processes of burn at once" in printed
+    lines = [line for line in printed.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert header == scaling.COLUMNS and len(header) == 10
+    assert header[3:9] == ["contender", "env-steps/s", "x plain", "caller us/step/W", "busy us/step/W", "x capacity"]
+    rows = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True)) for line in lines[2:]]
+    assert [(r["workload"], r["W"], r["envs"], r["contender"]) for r in rows] == [
+        ("cartpole", "1", "2", "plain"),
+        ("cartpole", "1", "2", "vecenv"),
+        ("cartpole", "2", "4", "plain"),
+        ("cartpole", "2", "4", "vecenv"),
+        ("cpu", "1", "1", "plain"),
+        ("cpu", "1", "1", "vecenv"),
+        ("cpu", "2", "2", "plain"),
+        ("cpu", "2", "2", "vecenv"),
+    ]
+    records = {(r["workload"], r["W"], r["contender"]): r for r in result["records"]}
+    for row in rows:
+        record = records[(row["workload"], int(row["W"]), row["contender"])]
+        rates = np.array(record["rates"])
+        plain = np.array(records[(row["workload"], int(row["W"]), "plain")]["rates"])
+        assert len(rates) == 3 and float(row["env-steps/s"].replace(",", "")) == pytest.approx(
+            np.median(rates), abs=0.5
+        )
+        assert float(row["x plain"]) == pytest.approx(float(np.median(rates / plain)), abs=5e-4)
+        if row["workload"] == "cpu":  # the capacity measured in the same rounds
+            capacity = np.array(record["capacity_ratios"])
+            assert len(capacity) == 3 and (capacity > 0).all()
+            assert float(row["x capacity"]) == pytest.approx(float(np.median(rates / plain / capacity)), abs=5e-4)
+        else:
+            assert row["x capacity"] == ""
+        if row["contender"] == "plain":
+            assert row["x plain"] == "1.000" and row["caller us/step/W"] == "" and row["limit"] == "-"
+        else:
+            assert float(row["caller us/step/W"]) >= float(row["busy us/step/W"]) > 0
