@@ -194,13 +194,19 @@ def test_forced_spin_steps_exactly_and_accounts_for_it(n_workers: int, built: li
 # --- the blocking wait's guarantees, with the spin forced -----------------------------------------------------
 
 
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize("n_workers", [1, 2])
-def test_a_worker_killed_during_a_spinning_wait_is_reported(n_workers: int, built: list[Any]) -> None:
-    venv = vecenv.SubprocVecEnv(script_fns(2, slow=2.0), n_workers=n_workers, wait_mode="spin")
+def _spinning_pair(built: list[Any], n_workers: int, slow: float, **kwargs: Any) -> vecenv.SubprocVecEnv:
+    """Two scripted envs that spin (``slow``: seconds a SLOW step takes), reset and stepped once."""
+    venv = vecenv.SubprocVecEnv(script_fns(2, slow=slow), n_workers=n_workers, wait_mode="spin", **kwargs)
     built.append(venv)
     venv.reset()
     venv.step(actions(STEP, STEP))
+    return venv
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_a_worker_killed_during_a_spinning_wait_is_reported(n_workers: int, built: list[Any]) -> None:
+    venv = _spinning_pair(built, n_workers, 2.0)
     victim = venv.processes[-1]
     timer = _after(0.2, victim.kill)
     with pytest.raises(WorkerDiedError, match=rf"worker process {victim.pid} .*was killed by SIGKILL .*during step"):
@@ -211,10 +217,7 @@ def test_a_worker_killed_during_a_spinning_wait_is_reported(n_workers: int, buil
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("n_workers", [1, 2])
 def test_a_restarted_worker_spins_again(n_workers: int, built: list[Any]) -> None:
-    venv = vecenv.SubprocVecEnv(script_fns(2, slow=2.0), n_workers=n_workers, wait_mode="spin", max_restarts=1)
-    built.append(venv)
-    venv.reset()
-    venv.step(actions(STEP, STEP))
+    venv = _spinning_pair(built, n_workers, 2.0, max_restarts=1)
     timer = _after(0.2, venv.processes[-1].kill)
     with pytest.warns(RuntimeWarning, match="restarting the worker of envs"):
         obs, _, dones, infos = venv.step(actions(SLOW, SLOW))
@@ -232,10 +235,7 @@ def test_a_restarted_worker_spins_again(n_workers: int, built: list[Any]) -> Non
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("n_workers", [1, 2])
 def test_step_timeout_while_spinning(n_workers: int, built: list[Any]) -> None:
-    venv = vecenv.SubprocVecEnv(script_fns(2, slow=5.0), n_workers=n_workers, wait_mode="spin", step_timeout=0.3)
-    built.append(venv)
-    venv.reset()
-    venv.step(actions(STEP, STEP))
+    venv = _spinning_pair(built, n_workers, 5.0, step_timeout=0.3)
     with pytest.raises(TimeoutError, match=r"did not finish step within 0.3 s"):
         venv.step(actions(STEP, SLOW))
 
@@ -243,10 +243,7 @@ def test_step_timeout_while_spinning(n_workers: int, built: list[Any]) -> None:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("n_workers", [1, 2])
 def test_ctrl_c_while_spinning_loses_no_step(n_workers: int, built: list[Any]) -> None:
-    venv = vecenv.SubprocVecEnv(script_fns(2, slow=1.0), n_workers=n_workers, wait_mode="spin")
-    built.append(venv)
-    venv.reset()
-    venv.step(actions(STEP, STEP))
+    venv = _spinning_pair(built, n_workers, 1.0)
     main = threading.main_thread().ident
     assert main is not None
     timer = _after(0.3, signal.pthread_kill, main, signal.SIGINT)
