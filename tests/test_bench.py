@@ -391,6 +391,89 @@ def test_markdown_table_formats_numbers_and_errors() -> None:
     assert "error" in error
 
 
+def _load_charts_script() -> Any:
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks", "charts.py")
+    spec = importlib.util.spec_from_file_location("charts_under_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_speedup_chart_from_split_runs_draws_the_five_series(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/charts.py puts two bench.json files together and draws, at N=64, the plain loop, SB3's and
+    Gymnasium's multiprocess classes, vecenv's default SubprocVecEnv and vecenv's fastest layout, each as its
+    env-steps/s over the plain loop's; Gymnasium-API and EnvPool rows never count as vecenv's fastest layout."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    import matplotlib.image
+
+    cartpole = [
+        _record("cartpole", 64, "plain", 1e6),
+        _record("cartpole", 64, "vecenv-dummy", 5e5),
+        _record("cartpole", 64, "vecenv-subproc", 1.2e6),
+        _record("cartpole", 64, "vecenv-subproc-parent", 1.5e6),
+        _record("cartpole", 64, "vecenv-envpool", 9e6),  # EnvPool's C++ pool: not one of vecenv's layouts
+        _record("cartpole", 64, "vecenv-gym-async", 3e6),  # Gymnasium's API: not counted either
+        _record("cartpole", 64, "sb3-subproc", 1e5),
+        _record("cartpole", 64, "gym-async", 2e5),
+        _record("cartpole", 16, "plain", 1e6),
+        _record("cartpole", 16, "sb3-subproc", 9e9),  # another N: not drawn
+    ]
+    image = [
+        _record("image", 64, "plain", 2e5),
+        _record("image", 64, "vecenv-dummy", 1e5),
+        _record("image", 64, "vecenv-subproc", 5e4),
+        _record("image", 64, "vecenv-subproc-w1", 4e4),
+        _record("image", 64, "gym-async", 1e4),
+        {"workload": "image", "num_envs": 64, "backend": "sb3-subproc", "status": "error", "error": "boom"},
+        _record("cpu", 16, "plain", 5e3),  # no plain loop at N=64: the workload is left out
+        _record("cpu", 16, "vecenv-subproc", 8e3),
+    ]
+    paths = []
+    for name, records in (("cartpole", cartpole), ("image", image)):
+        path = tmp_path / f"{name}.json"
+        machine = {"cpu_count": 2, "cpus_usable": 2, "cpu_model": "Test CPU", "date": "2026-01-02T03:04:05+00:00"}
+        path.write_text(json.dumps({"machine": machine, "results": records}), encoding="utf-8")
+        paths.append(str(path))
+
+    charts = _load_charts_script()
+    out = tmp_path / "speedup.png"
+    drawn = charts.main([*paths, "--num-envs", "64", "--speedup", str(out), "--grid", str(tmp_path / "grid.png")])
+
+    assert drawn.num_envs == 64 and drawn.workloads == ["cartpole", "image"]
+    nan = math.nan
+    expected = {
+        "plain loop": [1.0, 1.0],
+        "SB3 SubprocVecEnv": [0.1, nan],
+        "Gymnasium AsyncVectorEnv": [0.2, 0.05],
+        "vecenv SubprocVecEnv (defaults)": [1.2, 0.25],
+        "vecenv, fastest layout": [1.5, 0.5],
+    }
+    assert list(drawn.series) == list(expected)
+    for label, values in expected.items():
+        assert drawn.series[label] == pytest.approx(values, nan_ok=True), label
+    assert drawn.best_layouts == ["SubprocVecEnv(parent_envs=32)", "DummyVecEnv"]
+    for png in (out, tmp_path / "grid.png"):
+        picture = matplotlib.image.imread(str(png))
+        assert picture.ndim == 3 and picture.shape[0] > 100 and picture.shape[1] > 100
+    printed = capsys.readouterr().out
+    assert "vecenv, fastest layout" in printed and "cartpole  1.50x" in printed
+
+
+def test_speedup_data_needs_the_plain_loop() -> None:
+    pytest.importorskip("pandas")
+    from vecenv.bench.chart import layout_label, speedup_data
+    from vecenv.bench.report import results_frame
+
+    df = results_frame([_record("cartpole", 4, "plain", 1e5), _record("cartpole", 8, "vecenv-subproc", 1e5)])
+    assert speedup_data(df).num_envs == 4  # default: the largest N of the plain loop
+    with pytest.raises(ValueError, match="no successful case at N=8"):
+        speedup_data(df, num_envs=8)
+    assert layout_label("vecenv-subproc-w4", 16) == "SubprocVecEnv(n_workers=4)"
+    assert layout_label("vecenv-subproc-parent", 16) == "SubprocVecEnv(parent_envs=N // cores)"
+
+
 def test_quick_run_writes_json_markdown_and_png(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("pandas")
     pytest.importorskip("matplotlib")
@@ -422,8 +505,10 @@ def test_quick_run_writes_json_markdown_and_png(tmp_path: Any, capsys: pytest.Ca
         assert subproc["processes"] >= 2  # the case process and at least one worker
         assert subproc["peak_rss_mib"] > plain["peak_rss_mib"] * 0.5
 
-    image = matplotlib.image.imread(str(tmp_path / "bench.png"))
-    assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    for chart in ("bench.png", "bench-speedup.png"):
+        image = matplotlib.image.imread(str(tmp_path / chart))
+        assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    assert f"{tmp_path / 'bench.png'} and {tmp_path / 'bench-speedup.png'}" in out
     markdown = (tmp_path / "bench.md").read_text(encoding="utf-8")
     assert "| workload" in markdown and "## Targets" in markdown
 

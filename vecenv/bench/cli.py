@@ -50,7 +50,8 @@ DESCRIPTION = """\
 Measure env-steps/s, start-up time and memory of vecenv's DummyVecEnv and SubprocVecEnv against
 Stable-Baselines3's and Gymnasium's vector envs and a plain in-process loop, on three workloads
 (cartpole: CartPole-v1; image: 84x84x4 uint8 observations, cheap step; cpu: ~200 us of Python CPU per
-step). Prints a Markdown table and writes bench.json, bench.md and bench.png to the output directory.
+step). Prints a Markdown table and writes bench.json, bench.md, bench.png (every backend against N) and
+bench-speedup.png (a few backends over the plain loop at the largest N) to the output directory.
 Each case runs in a fresh Python process. SB3 backends need stable-baselines3 and torch, and are
 skipped (with a note) without them.
 
@@ -127,7 +128,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         default=DEFAULT_OUTPUT_DIR,
         metavar="DIR",
-        help="where to write bench.json, bench.md and bench.png; created if missing (default: %(default)s)",
+        help="where to write bench.json, bench.md and the charts; created if missing (default: %(default)s)",
     )
     parser.add_argument("--quick", action="store_true", help="tiny settings (N=1,4, short repeats), for smoke tests")
     parser.add_argument(
@@ -288,7 +289,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     failed = [r for r in run.records if r.get("status") != "ok"]
     for record in failed:
         print(f"error: {record['workload']} N={record['num_envs']} {record['backend']}: {record.get('error')}")
-    print(f"wrote {outputs['json']}, {outputs['markdown']} and {outputs['png']} ({run.wall_s:.0f} s)")
+    written = [outputs["json"], outputs["markdown"], outputs["png"], outputs["speedup_png"]]
+    paths = [path for path in written if path is not None]
+    print(f"wrote {', '.join(paths[:-1])} and {paths[-1]} ({run.wall_s:.0f} s)")
     return EXIT_CASE_FAILED if failed else 0
 
 

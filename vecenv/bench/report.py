@@ -1,8 +1,8 @@
-"""Reports of ``vecenv bench``: ``bench.json``, ``bench.md`` and ``bench.png`` of a run.
+"""Reports of ``vecenv bench``: ``bench.json``, ``bench.md``, ``bench.png`` and ``bench-speedup.png`` of a run.
 
 The parts are in their own modules, whose names this module re-exports: :mod:`vecenv.bench.tables` (the
 results with derived columns, the Markdown table), :mod:`vecenv.bench.targets` (the performance targets),
-:mod:`vecenv.bench.chart` (the PNG) and :mod:`vecenv.bench.machine` (the host). pandas and matplotlib (the
+:mod:`vecenv.bench.chart` (the PNGs) and :mod:`vecenv.bench.machine` (the host). pandas and matplotlib (the
 ``bench`` extra) are imported by the functions that need them, never when this module is imported.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from vecenv.bench.chart import plot
+from vecenv.bench.chart import plot, plot_speedup
 from vecenv.bench.machine import machine_info
 from vecenv.bench.runner import BenchRun
 from vecenv.bench.tables import (
@@ -131,10 +131,12 @@ def report_markdown(run: BenchRun, df: Any, targets: Sequence[TargetResult]) -> 
 
 
 def write_outputs(run: BenchRun, output_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Write ``bench.json``, ``bench.md`` and ``bench.png`` to ``output_dir`` (created if needed).
+    """Write ``bench.json``, ``bench.md``, ``bench.png`` and ``bench-speedup.png`` to ``output_dir`` (created if
+    needed). ``bench-speedup.png`` (:func:`~vecenv.bench.chart.plot_speedup`, at the largest N of the plain loop)
+    is written only where the plain loop ran.
 
-    :return: ``{"json": path, "markdown": path, "png": path, "frame": DataFrame, "targets": [...],
-        "table": the Markdown results table, "targets_table": the Markdown targets table}``.
+    :return: ``{"json": path, "markdown": path, "png": path, "speedup_png": path or None, "frame": DataFrame,
+        "targets": [...], "table": the Markdown results table, "targets_table": the Markdown targets table}``.
     """
     os.makedirs(output_dir, exist_ok=True)
     df = results_frame(run.records)
@@ -159,10 +161,17 @@ def write_outputs(run: BenchRun, output_dir: str | os.PathLike[str]) -> dict[str
     machine = run.machine
     title = f"vecenv bench: {machine.get('cpu_count')} CPUs, {machine.get('cpu_model') or ''}, {machine.get('date')}"
     plot(df, png_path, title=title)
+    speedup_path: str | None = os.path.join(output_dir, "bench-speedup.png")
+    try:
+        cores = machine.get("cpus_usable") or machine.get("cpu_count")
+        plot_speedup(df, os.path.join(output_dir, "bench-speedup.png"), title=title, cores=cores)
+    except ValueError:  # the plain loop did not run: there is no reference to draw the ratios to
+        speedup_path = None
     return {
         "json": json_path,
         "markdown": md_path,
         "png": png_path,
+        "speedup_png": speedup_path,
         "frame": df,
         "targets": targets,
         "table": markdown_table(df),
