@@ -1,0 +1,245 @@
+"""vecenv.pettingzoo: PettingZoo ParallelEnvs vectorized with one row per agent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo")
+
+import vecenv
+from tests.envs_pettingzoo import MixedSpacesEnv, NoZeroObsEnv, ScriptedAgentsEnv
+from vecenv.pettingzoo import AgentVecEnv, make_vec_env
+
+BACKEND_KWARGS = {
+    "dummy": (None, None),
+    "subproc": (vecenv.SubprocVecEnv, {"n_workers": 2}),
+}
+
+
+def _build(backend: str, env_fn, n_envs: int, **kwargs) -> AgentVecEnv:
+    cls, vec_kwargs = BACKEND_KWARGS[backend]
+    return make_vec_env(env_fn, n_envs, vec_env_cls=cls, vec_env_kwargs=vec_kwargs, **kwargs)
+
+
+# --- SuperSuit parity (agents that all live) ----------------------------------------------------------------------
+
+
+def _simple_spread(**kwargs):
+    from mpe2 import simple_spread_v3
+
+    return simple_spread_v3.parallel_env(max_cycles=6, **kwargs)
+
+
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+def test_simple_spread_matches_supersuit_step_for_step(backend):
+    """Same seeds and actions: observations, rewards, dones and terminal observations equal SuperSuit's
+    concat_vec_envs_v1(pettingzoo_env_to_vec_env_v1(env), 3, num_cpus=0) (base_class="gymnasium", whose dones
+    the stable_baselines3 base class only ORs together), across several episode ends."""
+    ss = pytest.importorskip("supersuit")
+    reference = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(_simple_spread()), 3, num_cpus=0)
+    venv = _build(backend, _simple_spread, 3, seed=11)
+    try:
+        assert venv.num_envs == 9 and venv.possible_agents == ["agent_0", "agent_1", "agent_2"]
+        expected_obs, _ = reference.reset(seed=11)
+        obs = venv.reset()
+        np.testing.assert_array_equal(obs, expected_obs)
+        rng = np.random.default_rng(3)
+        n_done_steps = 0
+        for t in range(26):  # episodes of 6 steps: 4 episode ends, then 2 steps more
+            actions = rng.integers(0, 5, size=9)
+            obs, rewards, dones, infos = venv.step(actions)
+            expected_obs, expected_rewards, terminated, truncated, expected_infos = reference.step(actions)
+            np.testing.assert_array_equal(obs, expected_obs, err_msg=f"step {t}")
+            np.testing.assert_array_equal(rewards, expected_rewards, err_msg=f"step {t}")
+            assert rewards.dtype == np.float32 and dones.dtype == np.bool_
+            np.testing.assert_array_equal(dones, terminated | truncated, err_msg=f"step {t}")
+            for k in np.flatnonzero(dones):
+                np.testing.assert_array_equal(
+                    infos[k]["terminal_observation"], expected_infos[k]["terminal_observation"]
+                )
+                assert infos[k]["TimeLimit.truncated"] is True
+            n_done_steps += int(dones.all())
+            for k, info in enumerate(infos):
+                assert (info["env_index"], info["agent_id"], info["active"]) == (k // 3, f"agent_{k % 3}", True)
+        assert n_done_steps == 4
+    finally:
+        venv.close()
+        reference.close()
+
+
+# --- agents that leave early and join late ------------------------------------------------------------------------
+
+
+def _offset(seed: int) -> int:
+    env = ScriptedAgentsEnv()
+    env.reset(seed=seed)
+    return env.offset
+
+
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+def test_agents_that_leave_and_join_give_the_rows_written_out_by_hand(backend):
+    """Two envs of ScriptedAgentsEnv (a, b live; c joins after step 1; b terminates at step 2; a, c truncate at
+    step 4): every row's observation, reward, done, active flag and terminal observation, written out by hand."""
+    venv = _build(backend, ScriptedAgentsEnv, 2, seed=5)
+    try:
+        off = [_offset(5), _offset(6)]
+        zero = [0.0, 0.0]
+        obs = venv.reset()
+        expected = [[[0, off[e]], [1, off[e]], zero] for e in range(2)]
+        np.testing.assert_array_equal(obs, np.array(expected, dtype=np.float32).reshape(6, 2))
+        assert [info["active"] for info in venv.reset_infos] == [True, True, False] * 2
+        assert venv.reset_infos[1] == {"reset": True, "env_index": 0, "agent_id": "b", "active": True}
+        actions = np.array([1, 2, 3, 4, 0, 2])  # row k of env e: agent "abc"[k % 3]
+        # what each step must give for env e: (obs rows, dones, active, terminal obs of done rows); an active row's
+        # reward is 10 * j + its action, an inactive row's 0
+        script = {
+            1: lambda o: ([[0, o + 1], [1, o + 1], [2, o + 1]], [0, 0, 0], [1, 1, 0], {}),
+            2: lambda o: ([[0, o + 2], zero, [2, o + 2]], [0, 1, 0], [1, 1, 1], {1: [1, o + 2]}),
+            3: lambda o: ([[0, o + 3], zero, [2, o + 3]], [0, 0, 0], [1, 0, 1], {}),
+        }
+        for t in (1, 2, 3):
+            obs, rewards, dones, infos = venv.step(actions)
+            for e in range(2):
+                rows = slice(3 * e, 3 * e + 3)
+                want_obs, want_done, want_active, terminal = script[t](off[e])
+                env_actions = actions[rows]
+                want_rew = [10 * j + env_actions[j] if want_active[j] else 0 for j in range(3)]
+                np.testing.assert_array_equal(obs[rows], np.array(want_obs, dtype=np.float32), err_msg=f"t={t}")
+                np.testing.assert_array_equal(rewards[rows], np.array(want_rew, dtype=np.float32), err_msg=f"t={t}")
+                np.testing.assert_array_equal(dones[rows], np.array(want_done, dtype=bool), err_msg=f"t={t}")
+                assert [infos[k]["active"] for k in range(3 * e, 3 * e + 3)] == [bool(a) for a in want_active]
+                for j in range(3):
+                    k = 3 * e + j
+                    if j in terminal:
+                        np.testing.assert_array_equal(infos[k]["terminal_observation"], terminal[j])
+                        assert infos[k]["TimeLimit.truncated"] is False  # b terminated
+                    else:
+                        assert "terminal_observation" not in infos[k]
+                    if want_active[j]:
+                        assert infos[k]["t"] == t and infos[k]["action"] == env_actions[j]
+                    else:
+                        assert "t" not in infos[k]
+        # step 4: a and c truncate, the episode ends: every row done, b again (inactive, zero terminal obs)
+        obs, rewards, dones, infos = venv.step(actions)
+        assert dones.dtype == np.bool_ and dones.all()
+        for e in range(2):
+            k = 3 * e
+            np.testing.assert_array_equal(infos[k]["terminal_observation"], [0, off[e] + 4])
+            np.testing.assert_array_equal(infos[k + 1]["terminal_observation"], zero)
+            np.testing.assert_array_equal(infos[k + 2]["terminal_observation"], [2, off[e] + 4])
+            assert [infos[k + j]["active"] for j in range(3)] == [True, False, True]
+            assert [infos[k + j]["TimeLimit.truncated"] for j in range(3)] == [True, False, True]
+            np.testing.assert_array_equal(rewards[k : k + 3], [actions[k], 0, 20 + actions[k + 2]])
+        # the envs reset (unseeded: their RNG goes on), c is absent again
+        new_off = [int(row[1]) for row in obs[[0, 3]]]
+        np.testing.assert_array_equal(obs[[2, 5]], [zero, zero])
+        np.testing.assert_array_equal(obs[[1, 4]], [[1, new_off[0]], [1, new_off[1]]])
+        assert [venv.reset_infos[k]["agent_id"] for k in range(6)] == ["a", "b", "c"] * 2
+        assert venv.env_method("__getattribute__", "resets", indices=[0, 3]) == [[5, None], [6, None]]
+    finally:
+        venv.close()
+
+
+def test_actions_of_absent_agents_are_ignored():
+    """ScriptedAgentsEnv raises if it receives an action for an agent not in ``agents``: row c's action (any valid
+    value) at step 1 and row b's after it left never reach the env."""
+    venv = make_vec_env(ScriptedAgentsEnv, 1, seed=0)
+    try:
+        venv.reset()
+        for _ in range(9):
+            venv.step(np.array([4, 4, 4]))
+    finally:
+        venv.close()
+
+
+# --- seeds, attributes, errors ------------------------------------------------------------------------------------
+
+
+def test_env_i_first_reset_uses_seed_plus_i_and_later_resets_are_unseeded():
+    venv = make_vec_env(ScriptedAgentsEnv, 3, seed=40, start_index=7)
+    try:
+        venv.reset()
+        assert venv.get_attr("resets", [0, 3, 6]) == [[40], [41], [42]]
+        assert venv.get_attr("offset", [1, 4, 8]) == [_offset(40), _offset(41), _offset(42)]
+        assert list(venv.seed(3)) == [3, 3, 3, 4, 4, 4, 5, 5, 5]
+        venv.reset()
+        assert venv.get_attr("resets", [0, 8]) == [[40, 3], [42, 5]]
+    finally:
+        venv.close()
+
+
+def test_attribute_calls_take_rows_and_act_once_per_env():
+    venv = make_vec_env(ScriptedAgentsEnv, 2)
+    try:
+        venv.reset()
+        assert venv.get_attr("custom") == ["custom"] * 6
+        venv.set_attr("custom", "changed", indices=[3, 4])
+        assert venv.get_attr("custom") == ["custom"] * 3 + ["changed"] * 3
+        assert venv.env_method("reset", seed=1, indices=[4, 5]) is not None
+        [resets] = venv.get_attr("resets", [-1])
+        assert len(resets) == 2 and resets[1] == 1  # one reset for the two rows of env 1
+        states = venv.env_method("state", indices=[0, 5])
+        assert len(states) == 2 and states[1][1] == _offset(1)
+        assert venv.env_is_wrapped(vecenv.Monitor) == [False] * 6
+        assert venv.row_env_indices.dtype == np.int64
+        np.testing.assert_array_equal(venv.row_env_indices, [0, 0, 0, 1, 1, 1])
+        assert venv.row_agents == ["a", "b", "c"] * 2 and venv.num_agents == 3 and venv.n_envs == 2
+    finally:
+        venv.close()
+
+
+def test_options_reach_the_parallel_env_reset():
+    venv = make_vec_env(ScriptedAgentsEnv, 2, seed=0)
+    try:
+        venv.set_options({"shift": 10_000})
+        obs = venv.reset()
+        assert obs[0, 1] == _offset(0) + 10_000 and obs[3, 1] == _offset(1) + 10_000
+    finally:
+        venv.close()
+
+
+def test_agents_with_different_spaces_are_refused_naming_them():
+    with pytest.raises(ValueError, match=r"same observation space.*'c': Box\(-inf, inf, \(3,\), float32\)"):
+        make_vec_env(MixedSpacesEnv)
+
+
+def test_an_aec_env_is_refused_naming_aec_to_parallel():
+    from mpe2 import simple_spread_v3
+
+    with pytest.raises(TypeError, match=r"pettingzoo\.utils\.conversions\.aec_to_parallel"):
+        make_vec_env(simple_spread_v3.env)
+
+
+def test_an_observation_space_without_zero_is_refused():
+    with pytest.raises(ValueError, match=r"must contain zero; got Discrete\(3, start=1\)"):
+        make_vec_env(NoZeroObsEnv)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match=r"make_vec_env\(n_envs\): expected a positive integer, got 0"):
+        make_vec_env(ScriptedAgentsEnv, 0)
+    with pytest.raises(TypeError, match=r"make_vec_env\(env_fn\): expected a callable"):
+        make_vec_env(ScriptedAgentsEnv(), 1)
+    venv = make_vec_env(ScriptedAgentsEnv, 2)
+    try:
+        venv.reset()
+        with pytest.raises(ValueError, match=r"must have shape \(6,\)"):
+            venv.step(np.zeros(4, dtype=np.int64))
+        with pytest.raises(ValueError, match=r"seed\(\[\.\.\.\]\) must give one seed \(or None\) per env: expected 2"):
+            venv.seed([1, 2, 3])
+    finally:
+        venv.close()
+
+
+# --- imports ------------------------------------------------------------------------------------------------------
+
+
+def test_import_vecenv_does_not_import_pettingzoo():
+    code = (
+        "import sys, vecenv; sys.exit(any(m.split('.')[0] in ('pettingzoo', 'supersuit', 'mpe2') for m in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
