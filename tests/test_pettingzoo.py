@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -11,18 +13,29 @@ import pytest
 pytest.importorskip("pettingzoo")
 
 import vecenv
+from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
 from tests.envs_pettingzoo import MixedSpacesEnv, NoZeroObsEnv, ScriptedAgentsEnv
 from vecenv.pettingzoo import AgentVecEnv, make_vec_env
 
 BACKEND_KWARGS = {
     "dummy": (None, None),
     "subproc": (vecenv.SubprocVecEnv, {"n_workers": 2}),
+    "ray": (vecenv.RayVecEnv, RAY_TEST_OPTIONS),
 }
+ALL = ["dummy", "subproc", pytest.param("ray", marks=pytest.mark.skipif(not HAS_RAY, reason="ray is not installed"))]
 
 
 def _build(backend: str, env_fn, n_envs: int, **kwargs) -> AgentVecEnv:
     cls, vec_kwargs = BACKEND_KWARGS[backend]
     return make_vec_env(env_fn, n_envs, vec_env_cls=cls, vec_env_kwargs=vec_kwargs, **kwargs)
+
+
+@pytest.fixture
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """The backend of the test's ``backend_name`` parameter, with the session's Ray started for "ray"."""
+    if request.param == "ray":
+        request.getfixturevalue("ray_session")
+    return request.param
 
 
 # --- SuperSuit parity (agents that all live) ----------------------------------------------------------------------
@@ -80,11 +93,11 @@ def _offset(seed: int) -> int:
     return env.offset
 
 
-@pytest.mark.parametrize("backend", ["dummy", "subproc"])
-def test_agents_that_leave_and_join_give_the_rows_written_out_by_hand(backend):
+@pytest.mark.parametrize("backend_name", ALL, indirect=True)
+def test_agents_that_leave_and_join_give_the_rows_written_out_by_hand(backend_name):
     """Two envs of ScriptedAgentsEnv (a, b live; c joins after step 1; b terminates at step 2; a, c truncate at
     step 4): every row's observation, reward, done, active flag and terminal observation, written out by hand."""
-    venv = _build(backend, ScriptedAgentsEnv, 2, seed=5)
+    venv = _build(backend_name, ScriptedAgentsEnv, 2, seed=5)
     try:
         off = [_offset(5), _offset(6)]
         zero = [0.0, 0.0]
@@ -243,3 +256,186 @@ def test_import_vecenv_does_not_import_pettingzoo():
         "import sys, vecenv; sys.exit(any(m.split('.')[0] in ('pettingzoo', 'supersuit', 'mpe2') for m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+# --- wrappers on top ------------------------------------------------------------------------------------------------
+
+
+def test_vec_monitor_counts_the_steps_each_agent_acted_and_no_episode_for_absent_agents():
+    """Episode of 4 steps (actions 1, 2, 3 for rows a, b, c): a acts 4 times (return 4 * 1), b twice before it
+    terminates (2 * 12), c three times after joining (3 * 23); b's second done (inactive) records nothing."""
+    venv = vecenv.VecMonitor(make_vec_env(ScriptedAgentsEnv, 2, seed=0))
+    try:
+        venv.reset()
+        episodes: list[tuple[int, str, float, int]] = []
+        for t in range(1, 9):
+            _, _, dones, infos = venv.step(np.array([1, 2, 3] * 2))
+            for k in np.flatnonzero(dones):
+                if "episode" in infos[k]:
+                    episode = infos[k]["episode"]
+                    episodes.append((t, infos[k]["agent_id"], float(episode["r"]), int(episode["l"])))
+                else:
+                    assert infos[k]["active"] is False and infos[k]["agent_id"] == "b" and t % 4 == 0
+        per_env = [(2, "b", 24.0, 2), (4, "a", 4.0, 4), (4, "c", 69.0, 3)]
+        expected = [(t + shift, agent, r, n) for shift in (0, 4) for t, agent, r, n in per_env for _ in range(2)]
+        assert sorted(episodes) == sorted(expected)
+        assert venv.episode_count == 12
+    finally:
+        venv.close()
+
+
+def test_vec_normalize_on_top_normalizes_rows_as_computed_by_hand():
+    """VecNormalize over the rows: observations (terminal ones too) and rewards equal a RunningMeanStd fed by hand
+    with the raw rows of an identical AgentVecEnv."""
+    gamma, eps, clip = 0.9, 1e-8, 10.0
+    raw = make_vec_env(ScriptedAgentsEnv, 2, seed=1)
+    normalized = vecenv.VecNormalize(make_vec_env(ScriptedAgentsEnv, 2, seed=1), gamma=gamma)
+    obs_rms, ret_rms = vecenv.RunningMeanStd(shape=(2,)), vecenv.RunningMeanStd(shape=())
+    returns = np.zeros(6)
+
+    def norm(obs):
+        return np.clip((obs - obs_rms.mean) / np.sqrt(obs_rms.var + eps), -clip, clip)
+
+    try:
+        raw_obs = raw.reset()
+        obs_rms.update(raw_obs)
+        np.testing.assert_allclose(normalized.reset(), norm(raw_obs), rtol=1e-5)
+        rng = np.random.default_rng(0)
+        for t in range(10):
+            actions = rng.integers(0, 5, size=6)
+            raw_obs, raw_rewards, raw_dones, raw_infos = raw.step(actions)
+            obs, rewards, dones, infos = normalized.step(actions)
+            obs_rms.update(raw_obs)
+            returns = returns * gamma + raw_rewards
+            ret_rms.update(returns)
+            np.testing.assert_allclose(obs, norm(raw_obs), rtol=1e-5, err_msg=f"step {t}")
+            want_rewards = np.clip(raw_rewards / np.sqrt(ret_rms.var + eps), -clip, clip)
+            np.testing.assert_allclose(rewards, want_rewards, rtol=1e-5, err_msg=f"step {t}")
+            np.testing.assert_array_equal(dones, raw_dones)
+            for k in np.flatnonzero(dones):
+                want = norm(raw_infos[k]["terminal_observation"])
+                np.testing.assert_allclose(infos[k]["terminal_observation"], want, rtol=1e-5)
+                assert infos[k]["active"] == raw_infos[k]["active"]
+            returns[dones] = 0
+    finally:
+        raw.close()
+        normalized.close()
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda v: vecenv.VecFrameStack(v, 3),
+        lambda v: vecenv.VecCheckNan(v, raise_exception=True),
+        lambda v: vecenv.VecMonitor(vecenv.VecNormalize(v)),
+    ],
+    ids=["frame_stack", "check_nan", "monitor_normalize"],
+)
+def test_other_wrappers_run_over_the_rows(wrap):
+    venv = wrap(make_vec_env(ScriptedAgentsEnv, 2, seed=0))
+    try:
+        obs = venv.reset()
+        assert obs.shape[0] == 6
+        for _ in range(9):
+            obs, _, dones, infos = venv.step(np.ones(6, dtype=np.int64))
+            assert all(infos[k]["terminal_observation"].shape == obs.shape[1:] for k in np.flatnonzero(dones))
+        assert venv.unwrapped.num_agents == 3
+    finally:
+        venv.close()
+
+
+# --- a real env whose agents die: Knights Archers Zombies -----------------------------------------------------------
+
+KAZ_KWARGS = {"spawn_delay": 2, "max_zombies": 4, "max_cycles": 300, "line_death": True, "num_archers": 1}
+
+
+def _kaz(**kwargs):
+    from pettingzoo.butterfly import knights_archers_zombies_v11
+
+    return knights_archers_zombies_v11.parallel_env(**kwargs)
+
+
+def test_knights_archers_zombies_rows_match_the_envs_stepped_by_hand():
+    """Two KAZ envs (vector observations; agents die when they touch a wall or a zombie) in lockstep with two
+    envs stepped by hand, same seeds (seed + i) and actions: every row, done, active flag and terminal observation
+    follows the rules, through agents' deaths and episode ends."""
+    pytest.importorskip("pymunk")
+    n_envs, seed = 2, 3
+    venv = make_vec_env(_kaz, n_envs, seed=seed, env_kwargs=KAZ_KWARGS)
+    by_hand = [_kaz(**KAZ_KWARGS) for _ in range(n_envs)]
+    agents = venv.possible_agents
+    agent_count = len(agents)
+    zero = np.zeros(venv.observation_space.shape)
+
+    def rows_of(env, observations):
+        return [observations[a] if a in env.agents else zero for a in agents]
+
+    try:
+        expected = [rows_of(env, env.reset(seed=seed + i)[0]) for i, env in enumerate(by_hand)]
+        np.testing.assert_array_equal(venv.reset(), np.concatenate(expected))
+        rng = np.random.default_rng(0)
+        early_deaths = episode_ends = 0
+        for t in range(320):
+            actions = rng.integers(0, 6, size=venv.num_envs)
+            obs, rewards, dones, infos = venv.step(actions)
+            for i, env in enumerate(by_hand):
+                acting = list(env.agents)
+                step_actions = {a: actions[i * agent_count + agents.index(a)] for a in acting}
+                observations, env_rewards, terminated, truncated, _ = env.step(step_actions)
+                over = not env.agents
+                early_deaths += sum(bool(terminated[a] or truncated[a]) for a in acting) if not over else 0
+                next_rows = rows_of(env, env.reset()[0]) if over else rows_of(env, observations)
+                episode_ends += over
+                for j, agent in enumerate(agents):
+                    k, acted = i * agent_count + j, agent in acting
+                    done = over or (acted and bool(terminated[agent] or truncated[agent]))
+                    where = f"step {t} env {i} {agent}"
+                    np.testing.assert_array_equal(obs[k], next_rows[j], err_msg=where)
+                    assert rewards[k] == (np.float32(env_rewards[agent]) if acted else 0.0), where
+                    assert dones[k] == done and infos[k]["active"] == acted, where
+                    if done:
+                        last = observations[agent] if acted else zero
+                        np.testing.assert_array_equal(infos[k]["terminal_observation"], last, err_msg=where)
+                    else:
+                        assert "terminal_observation" not in infos[k], where
+        assert early_deaths >= 2 and episode_ends >= 2, (early_deaths, episode_ends)
+    finally:
+        venv.close()
+        for env in by_hand:
+            env.close()
+
+
+# --- worker restarts ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_killed_worker_is_restarted_and_its_rows_report_the_restart():
+    """SubprocVecEnv(n_workers=2, max_restarts=1): worker 1 (env 1, rows 3..5) is killed; its rows come back
+    done in a fresh episode (agents a, b at t 0; c absent), with vecenv.restarted and no terminal observation;
+    env 0's rows step on."""
+    venv = make_vec_env(
+        ScriptedAgentsEnv,
+        2,
+        seed=0,
+        vec_env_cls=vecenv.SubprocVecEnv,
+        vec_env_kwargs={"n_workers": 2, "max_restarts": 1},
+    )
+    try:
+        venv.reset()
+        venv.step(np.ones(6, dtype=np.int64))
+        os.kill(venv.venv.processes[1].pid, signal.SIGKILL)
+        with pytest.warns(RuntimeWarning, match=r"restarting the worker of envs \[1\]"):
+            obs, rewards, dones, infos = venv.step(np.ones(6, dtype=np.int64))
+        assert dones.tolist() == [False, True, False, True, True, True]  # (b leaves env 0 at step 2)
+        assert rewards[3:].tolist() == [0.0, 0.0, 0.0]
+        assert obs[0].tolist() == [0, _offset(0) + 2]
+        fresh = obs[3, 1]  # the restarted env's offset (t = 0)
+        assert obs[3:].tolist() == [[0, fresh], [1, fresh], [0, 0]]
+        for info in infos[3:]:
+            assert info["vecenv.restarted"] is True and info["TimeLimit.truncated"] is True
+            assert info["active"] is False and "terminal_observation" not in info
+        assert [info["active"] for info in venv.reset_infos[3:]] == [True, True, False]
+        obs, _, dones, _ = venv.step(np.ones(6, dtype=np.int64))
+        assert not dones.any() and obs[3:].tolist() == [[0, fresh + 1], [1, fresh + 1], [2, fresh + 1]]
+    finally:
+        venv.close()

@@ -242,6 +242,12 @@ class AgentStackEnv(gym.Env):
         setattr(self.par_env, name, value)
 
 
+def _stacked(batch: VecEnvObs) -> dict[str, np.ndarray]:
+    """The inner vector env's batch of :class:`AgentStackEnv` observations (a dict, checked in ``__init__``)."""
+    assert isinstance(batch, dict)
+    return batch
+
+
 def _rows_of(value: np.ndarray) -> np.ndarray:
     """``(n_envs, A, *shape)`` -> ``(n_envs * A, *shape)`` (a view)."""
     return value.reshape((value.shape[0] * value.shape[1], *value.shape[2:]))
@@ -267,8 +273,8 @@ class AgentVecEnv(VecEnv):
     - An agent not in ``env.agents`` yet (one that joins later) shows zeros until it appears.
     - Actions of rows whose agent is not in ``env.agents`` are ignored.
 
-    :class:`~vecenv.VecMonitor` records no episode for a row done with ``"active": False`` (its agent did not act
-    since the row's last done).
+    :class:`~vecenv.VecMonitor` counts in a row's episode length only the steps where its agent acted, and records
+    no episode for a row done without such a step (a row done with ``"active": False``).
 
     ``get_attr`` / ``set_attr`` / ``env_method`` / ``env_is_wrapped`` take row indices and act once on each env
     those rows belong to (on the PettingZoo env, e.g. ``env_method("state")``), returning one value per row.
@@ -277,7 +283,7 @@ class AgentVecEnv(VecEnv):
     :raises ValueError: if ``venv``'s envs are not :class:`AgentStackEnv` or it does not autoreset in the same step.
     """
 
-    #: read by VecMonitor: a row done with ``info["active"] is False`` ends no episode
+    #: read by VecMonitor: episodes of rows count only the steps in :attr:`row_active`
     marks_inactive_rows = True
 
     def __init__(self, venv: VecEnv) -> None:
@@ -305,9 +311,10 @@ class AgentVecEnv(VecEnv):
         self.row_env_indices = np.repeat(np.arange(self.n_envs, dtype=np.int64), self.num_agents)
         #: the agent of each row
         self.row_agents: list[str] = self.possible_agents * self.n_envs
-        self._obs_zero = np.zeros(obs_space.shape, dtype=obs_space.dtype)
         self._check_actions = make_actions_checker(action_space)
         self.autoreset_mode = AutoresetMode.SAME_STEP
+        #: bool ``(num_envs,)``: the rows whose agent acted in the last step (``infos[k]["active"]``)
+        self.row_active = np.zeros(num_envs, dtype=bool)
         super().__init__(num_envs, obs_space, action_space)
         self.metadata = venv.metadata
 
@@ -340,7 +347,7 @@ class AgentVecEnv(VecEnv):
         return info
 
     def _rows(self, batch: Any, env_dones: np.ndarray, env_infos: Sequence[dict[str, Any]], env_ids: np.ndarray) -> Any:
-        """Turn the inner envs' results (envs ``env_ids``) into ``(obs, rewards, dones, infos)`` by row."""
+        """Turn the inner envs' results (envs ``env_ids``) into ``(obs, rewards, dones, infos, active)`` by row."""
         agents = self.num_agents
         obs, rewards = batch["obs"], batch["reward"]
         terminated, truncated, acted = batch["terminated"], batch["truncated"], batch["acted"]
@@ -365,7 +372,8 @@ class AgentVecEnv(VecEnv):
                 )
         row_terminated = _rows_of(terminated).astype(bool)
         row_truncated = _rows_of(truncated).astype(bool)
-        row_acted = _rows_of(acted).tolist()
+        row_active = _rows_of(acted).astype(bool)
+        row_acted = row_active.tolist()
         dones = row_terminated | row_truncated
         if finished.size:
             dones.reshape(len(env_infos), agents)[finished] = True
@@ -386,14 +394,16 @@ class AgentVecEnv(VecEnv):
             if e in finals:
                 terminal = finals[e]["obs"][j]
             elif env_dones[e]:
-                terminal = self._obs_zero.copy()
+                continue  # a restarted worker: no step happened, no last observation (as vecenv's own envs)
             else:
                 terminal = env_infos[e]["agent_terminal_observations"][j]
             infos[k]["terminal_observation"] = terminal
-        return _rows_of(obs), _rows_of(rewards), dones, infos
+        return _rows_of(obs), _rows_of(rewards), dones, infos, row_active
 
-    def _reset_rows(self, batch: Any, env_infos: Sequence[dict[str, Any]], env_ids: np.ndarray) -> list[dict[str, Any]]:
-        alive = batch["alive"]
+    def _reset_rows(
+        self, alive: np.ndarray, env_infos: Sequence[dict[str, Any]], env_ids: np.ndarray
+    ) -> list[dict[str, Any]]:
+        """The rows' reset infos of the envs ``env_ids`` (``alive``: their agents' flags, ``(len(env_ids), A)``)."""
         infos = []
         for e, env_info in enumerate(env_infos):
             agent_infos = env_info.get("agent_infos") or [{}] * self.num_agents
@@ -418,9 +428,9 @@ class AgentVecEnv(VecEnv):
             infos (the agent's PettingZoo reset info, ``"env_index"``, ``"agent_id"``, ``"active"``: the agent is in
             ``env.agents``) are in :attr:`reset_infos`.
         """
-        batch = self.venv.reset()
-        assert isinstance(batch, dict)
-        self.reset_infos = self._reset_rows(batch, self.venv.reset_infos, np.arange(self.n_envs))
+        batch = _stacked(self.venv.reset())
+        self.reset_infos = self._reset_rows(batch["alive"], self.venv.reset_infos, np.arange(self.n_envs))
+        self.row_active = np.zeros(self.num_envs, dtype=bool)
         return _rows_of(batch["obs"])
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -432,21 +442,18 @@ class AgentVecEnv(VecEnv):
 
     def step_wait(self) -> VecEnvStepReturn:
         """Collect the step: ``(obs, rewards, dones, infos)`` by row (see the class docstring)."""
-        batch, _, env_dones, env_infos = self.venv.step_wait()
-        result = self._rows(batch, env_dones, env_infos, np.arange(self.n_envs))
-        self._update_reset_infos(np.flatnonzero(env_dones))
-        return result
+        inner_obs, _, env_dones, env_infos = self.venv.step_wait()
+        batch = _stacked(inner_obs)
+        obs, rewards, dones, infos, self.row_active = self._rows(batch, env_dones, env_infos, np.arange(self.n_envs))
+        self._update_reset_infos(np.flatnonzero(env_dones), batch["alive"])
+        return obs, rewards, dones, infos
 
-    def _update_reset_infos(self, envs: np.ndarray) -> None:
-        if not envs.size:
-            return
-        inner = self.venv.reset_infos
-        for e in envs.tolist():
-            agent_infos = inner[e].get("agent_infos") or [{}] * self.num_agents
-            for j in range(self.num_agents):
-                row = e * self.num_agents + j
-                # ("active" of an autoreset row: whether its agent is in env.agents after the reset)
-                self.reset_infos[row] = self._row_info(agent_infos[j], row, True)
+    def _update_reset_infos(self, envs: np.ndarray, alive: np.ndarray) -> None:
+        """The rows' reset infos of the envs ``envs`` reset automatically (``alive``: the batch's flags)."""
+        inner, agents = self.venv.reset_infos, self.num_agents
+        rows = self._reset_rows(alive[envs], [inner[e] for e in envs.tolist()], envs)
+        for k, e in enumerate(envs.tolist()):
+            self.reset_infos[e * agents : (e + 1) * agents] = rows[k * agents : (k + 1) * agents]
 
     def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
         """Set the seeds of the next :meth:`reset`: env ``i`` (all its rows) gets ``seed + i`` (SB3's ``seed``).
