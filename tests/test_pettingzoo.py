@@ -439,3 +439,84 @@ def test_a_killed_worker_is_restarted_and_its_rows_report_the_restart():
         assert not dones.any() and obs[3:].tolist() == [[0, fresh + 1], [1, fresh + 1], [2, fresh + 1]]
     finally:
         venv.close()
+
+
+# --- partial batches ------------------------------------------------------------------------------------------------
+
+
+def _same_rows(got, want, where):
+    for key, (a, b) in enumerate(zip(got, want, strict=True)):
+        if key == 3:  # infos
+            assert len(a) == len(b), where
+            for info, expected in zip(a, b, strict=True):
+                assert info.keys() == expected.keys(), where
+                for name, value in expected.items():
+                    np.testing.assert_array_equal(info[name], value, err_msg=f"{where} {name}")
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=where)
+
+
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+def test_partial_batches_send_and_recv_rows_env_by_env(backend):
+    """async_reset / send / recv by rows, one env at a time (rows given in any order), give the rows of a full-batch
+    AgentVecEnv stepped with the same seeds and actions."""
+    venv = _build(backend, ScriptedAgentsEnv, 2, seed=9)
+    reference = make_vec_env(ScriptedAgentsEnv, 2, seed=9)
+    try:
+        venv.async_reset()
+        obs, rewards, dones, infos, rows = venv.recv()
+        want_obs = reference.reset()
+        assert rows.dtype == np.int64 and rows.tolist() == list(range(6))
+        _same_rows(
+            (obs, rewards, dones, infos), (want_obs, np.zeros(6), np.zeros(6, bool), reference.reset_infos), "reset"
+        )
+        rng = np.random.default_rng(1)
+        for t in range(9):
+            actions = rng.integers(0, 5, size=6)
+            want = reference.step(actions)
+            for e, order in ((0, [0, 1, 2]), (1, [5, 3, 4])):
+                venv.send(actions[order], order)
+                *got, rows = venv.recv()
+                assert rows.tolist() == [3 * e, 3 * e + 1, 3 * e + 2]
+                rows_of_e = slice(3 * e, 3 * e + 3)
+                _same_rows(
+                    got, (want[0][rows_of_e], want[1][rows_of_e], want[2][rows_of_e], want[3][rows_of_e]), f"t={t}"
+                )
+        with pytest.raises(
+            ValueError, match=r"send\(env_ids\): expected every row of each env sent .* miss rows \[5\]"
+        ):
+            venv.send(np.zeros(2, dtype=np.int64), [3, 4])
+    finally:
+        venv.close()
+        reference.close()
+
+
+def test_without_pettingzoo_the_module_names_the_extra():
+    code = (
+        "import sys; sys.modules['pettingzoo'] = None\n"
+        "try:\n    import vecenv.pettingzoo\nexcept ImportError as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == (
+        'MissingExtraError vecenv.pettingzoo needs pettingzoo, which is not installed. Install the "pettingzoo" '
+        'extra: pip install pettingzoo (or pip install -e ".[pettingzoo]" in a clone of vecenv)'
+    )
+
+
+def test_works_without_stable_baselines3():
+    """A smoke run with Stable-Baselines3 made unimportable: build, wrap, step through an episode end, close."""
+    code = """
+import sys
+sys.modules["stable_baselines3"] = None
+import numpy as np, vecenv
+from mpe2 import simple_spread_v3
+from vecenv.pettingzoo import make_vec_env
+venv = vecenv.VecMonitor(make_vec_env(simple_spread_v3.parallel_env, 2, seed=0, env_kwargs={"max_cycles": 3}))
+venv.reset()
+for _ in range(3):
+    _, _, dones, infos = venv.step(np.zeros(6, dtype=np.int64))
+venv.close()
+print(dones.all(), sorted(infos[0]["episode"]), "stable_baselines3" in sys.modules and sys.modules["stable_baselines3"])
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["True", "['l',", "'r',", "'t']", "None"]

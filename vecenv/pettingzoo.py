@@ -315,6 +315,7 @@ class AgentVecEnv(VecEnv):
         self.autoreset_mode = AutoresetMode.SAME_STEP
         #: bool ``(num_envs,)``: the rows whose agent acted in the last step (``infos[k]["active"]``)
         self.row_active = np.zeros(num_envs, dtype=bool)
+        self._resetting: set[int] = set()  # partial batches: envs whose reset recv() has not returned yet
         super().__init__(num_envs, obs_space, action_space)
         self.metadata = venv.metadata
 
@@ -429,6 +430,7 @@ class AgentVecEnv(VecEnv):
             ``env.agents``) are in :attr:`reset_infos`.
         """
         batch = _stacked(self.venv.reset())
+        self._resetting = set()
         self.reset_infos = self._reset_rows(batch["alive"], self.venv.reset_infos, np.arange(self.n_envs))
         self.row_active = np.zeros(self.num_envs, dtype=bool)
         return _rows_of(batch["obs"])
@@ -445,15 +447,83 @@ class AgentVecEnv(VecEnv):
         inner_obs, _, env_dones, env_infos = self.venv.step_wait()
         batch = _stacked(inner_obs)
         obs, rewards, dones, infos, self.row_active = self._rows(batch, env_dones, env_infos, np.arange(self.n_envs))
-        self._update_reset_infos(np.flatnonzero(env_dones), batch["alive"])
+        self._update_reset_infos(np.flatnonzero(env_dones), np.arange(self.n_envs), batch["alive"])
         return obs, rewards, dones, infos
 
-    def _update_reset_infos(self, envs: np.ndarray, alive: np.ndarray) -> None:
-        """The rows' reset infos of the envs ``envs`` reset automatically (``alive``: the batch's flags)."""
+    def _update_reset_infos(self, positions: np.ndarray, env_ids: np.ndarray, alive: np.ndarray) -> None:
+        """The rows' reset infos of the envs at ``positions`` of a batch of envs ``env_ids`` (``alive``: the
+        batch's flags), after their reset."""
         inner, agents = self.venv.reset_infos, self.num_agents
-        rows = self._reset_rows(alive[envs], [inner[e] for e in envs.tolist()], envs)
+        envs = env_ids[positions]
+        rows = self._reset_rows(alive[positions], [inner[e] for e in envs.tolist()], envs)
         for k, e in enumerate(envs.tolist()):
             self.reset_infos[e * agents : (e + 1) * agents] = rows[k * agents : (k + 1) * agents]
+
+    # --- partial batches (EnvPool's contract, by rows) ------------------------------------------------
+
+    def _partial(self, what: str) -> Any:
+        if not hasattr(self.venv, "send"):
+            raise NotImplementedError(
+                f"{what}() needs an inner vector env with partial batches (DummyVecEnv, SubprocVecEnv, RayVecEnv), "
+                f"got {type(self.venv).__name__}"
+            )
+        return self.venv
+
+    def async_reset(self) -> None:
+        """Start resetting every env; collect the first observations by row with :meth:`recv`."""
+        self._partial("async_reset").async_reset()
+        self._resetting = set(range(self.n_envs))
+
+    def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
+        """Start stepping the envs of the rows ``env_ids``, which must hold every row of each of those envs; row
+        ``env_ids[k]`` receives ``actions[k]`` (EnvPool's ``send``, by rows).
+
+        :param actions: one action per row id, ``(len(env_ids), *action_shape)``.
+        :param env_ids: row indices (as :meth:`recv` returns them).
+        :raises ValueError: if the rows miss some rows of an env they name, repeat a row, or the actions do not
+            match them.
+        """
+        venv = self._partial("send")
+        agents = self.num_agents
+        rows = self._normalize_indices(env_ids)
+        if len(set(rows)) != len(rows):
+            raise ValueError(f"send(env_ids): rows must not repeat, got {rows}")
+        envs, _ = self._envs_of(rows)
+        missing = sorted({e * agents + j for e in envs for j in range(agents)} - set(rows))
+        if missing:
+            raise ValueError(
+                f"send(env_ids): expected every row of each env sent (an env steps all its agents at once: rows "
+                f"e * {agents} .. e * {agents} + {agents - 1} of env e), got rows {rows}, which miss rows {missing}"
+            )
+        grouped = self._env_actions(actions, len(rows))
+        position = {row: k for k, row in enumerate(rows)}
+        order = [position[e * agents + j] for e in envs for j in range(agents)]
+        flat = grouped.reshape((len(rows), *grouped.shape[2:]))
+        venv.send(flat[order].reshape(grouped.shape), envs)
+        self._resetting.difference_update(envs)
+
+    def recv(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
+        """Wait for at least the inner vector env's ``batch_size`` envs and return all their rows.
+
+        :return: ``(obs, rewards, dones, infos, env_ids)`` by row as :meth:`step_wait`, for the rows of the envs that
+            finished, ``env_ids`` their row indices (int64, increasing). Rows of envs coming back from
+            :meth:`async_reset` have rewards 0, dones False and their reset info.
+        """
+        inner_obs, _, env_dones, env_infos, env_ids = self._partial("recv").recv()
+        batch = _stacked(inner_obs)
+        obs, rewards, dones, infos, _ = self._rows(batch, env_dones, env_infos, env_ids)
+        resets = np.array([e in self._resetting for e in env_ids.tolist()], dtype=bool)
+        if resets.any():
+            positions = np.flatnonzero(resets)
+            self._update_reset_infos(positions, env_ids, batch["alive"])
+            for p, e in zip(positions.tolist(), env_ids[positions].tolist(), strict=True):
+                infos[p * self.num_agents : (p + 1) * self.num_agents] = self.reset_infos[
+                    e * self.num_agents : (e + 1) * self.num_agents
+                ]
+            self._resetting.difference_update(env_ids[positions].tolist())
+        self._update_reset_infos(np.flatnonzero(env_dones), env_ids, batch["alive"])
+        rows = (env_ids[:, None] * self.num_agents + np.arange(self.num_agents)).reshape(-1)
+        return obs, rewards, dones, infos, rows
 
     def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
         """Set the seeds of the next :meth:`reset`: env ``i`` (all its rows) gets ``seed + i`` (SB3's ``seed``).
