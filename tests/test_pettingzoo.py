@@ -360,6 +360,7 @@ def _kaz(**kwargs):
     return knights_archers_zombies_v11.parallel_env(**kwargs)
 
 
+@pytest.mark.filterwarnings("ignore:The old environment creation API has been deprecated:DeprecationWarning")
 def test_knights_archers_zombies_rows_match_the_envs_stepped_by_hand():
     """Two KAZ envs (vector observations; agents die when they touch a wall or a zombie) in lockstep with two
     envs stepped by hand, same seeds (seed + i) and actions: every row, done, active flag and terminal observation
