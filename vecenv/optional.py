@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: the packages of vecenv's optional extras that its own code imports (setup.cfg has the full lists)
-_EXTRA_PACKAGES = {"plot": "pandas matplotlib", "bench": "pandas matplotlib", "ray": "ray"}
+_EXTRA_PACKAGES = {"plot": "pandas matplotlib", "bench": "pandas matplotlib", "ray": "ray", "pettingzoo": "pettingzoo"}
 #: How to install what the Stable-Baselines3 backends of ``vecenv bench`` need.
 SB3_INSTALL_HINT = "pip install torch==2.13.0 && pip install stable-baselines3 (torch first: its CPU build)"
 

@@ -33,7 +33,10 @@ class VecMonitor(VecEnvWrapper):
     say): with ``NEXT_STEP``, the step after an episode end resets the env instead of stepping it, and is not
     counted in the next episode (its reward is 0); with ``DISABLED``, an episode ends at its done step, and the
     caller resets the env (counting starts again at :meth:`reset`). A worker restart (``infos[i]
-    ["vecenv.restarted"]``) ends the episode in progress.
+    ["vecenv.restarted"]``) ends the episode in progress. Over a :class:`vecenv.pettingzoo.AgentVecEnv` (one row per
+    agent), a row's length counts only the steps where its agent acted (``infos[i]["active"]``), and a row done
+    without any such step (its agent had left earlier, or never joined, and the env's episode ends) records no
+    episode.
 
     :param venv: the vector env to monitor. Warns (``UserWarning``) if its envs are already wrapped with
         :class:`~vecenv.Monitor`, whose statistics this wrapper then overwrites in the infos.
@@ -79,6 +82,9 @@ class VecMonitor(VecEnvWrapper):
         self._next_step = autoreset_mode_of(venv) is AutoresetMode.NEXT_STEP
         # NEXT_STEP: the envs whose next step resets them (it belongs to no episode)
         self._resetting = np.zeros(self.num_envs, dtype=bool)
+        # over an AgentVecEnv: which rows' agents acted in the last step (only those steps count)
+        unwrapped = venv.unwrapped
+        self._agent_rows: Any = unwrapped if getattr(unwrapped, "marks_inactive_rows", False) else None
 
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
@@ -94,11 +100,17 @@ class VecMonitor(VecEnvWrapper):
             self.episode_returns += np.where(counted, rewards, 0)
             self.episode_lengths += counted
             self._resetting = resets_next(dones, infos)
+        elif self._agent_rows is not None:
+            self.episode_returns += rewards
+            self.episode_lengths += self._agent_rows.row_active
         else:
             self.episode_returns += rewards
             self.episode_lengths += 1
         new_infos = list(infos)
         for i in np.flatnonzero(dones).tolist():
+            if self._agent_rows is not None and self.episode_lengths[i] == 0:
+                self.episode_returns[i] = 0  # an agent that did not act: no episode
+                continue
             info = infos[i].copy()
             episode_info: dict[str, Any] = {
                 "r": self.episode_returns[i],

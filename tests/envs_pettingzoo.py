@@ -1,0 +1,86 @@
+"""Small scripted PettingZoo ``ParallelEnv``\\ s for tests/test_pettingzoo.py (importable by worker processes).
+
+:class:`ScriptedAgentsEnv`: agents ``a``, ``b``, ``c`` (indices 0, 1, 2). At reset ``a`` and ``b`` are in
+``agents``; ``c`` joins after step ``join`` (default 1); ``b`` terminates at step ``leave`` (default 2); ``a`` and
+``c`` truncate at step ``length`` (default 4), which ends the episode. Agent ``j``'s observation at step ``t`` is
+``[j, t + offset]`` (float32), where ``offset`` is drawn from ``np_random`` at each reset (so seeds show); its
+reward is ``10 * j + action``; its info ``{"t": t, "action": action}``. Receiving an action for an agent that is
+not in ``agents`` raises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import ParallelEnv
+
+AGENTS = ["a", "b", "c"]
+
+
+class ScriptedAgentsEnv(ParallelEnv):  # type: ignore[misc]
+    """See the module docstring."""
+
+    metadata = {"name": "scripted_agents_v0", "render_modes": []}
+
+    def __init__(self, join: int = 1, leave: int = 2, length: int = 4, render_mode: str | None = None) -> None:
+        self.possible_agents = list(AGENTS)
+        self.agents: list[str] = []
+        self.join, self.leave, self.length = join, leave, length
+        self.render_mode = render_mode
+        self.t = 0
+        self.offset = 0
+        self.np_random, _ = seeding.np_random(None)
+        self.custom = "custom"
+        self.resets: list[int | None] = []
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return spaces.Box(-np.inf, np.inf, (2,), np.float32)
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return spaces.Discrete(5)
+
+    def _obs(self, agent: str) -> np.ndarray:
+        return np.array([AGENTS.index(agent), self.t + self.offset], dtype=np.float32)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        if seed is not None:
+            self.np_random, _ = seeding.np_random(seed)
+        self.resets.append(seed)
+        self.offset = int(self.np_random.integers(0, 1000)) + int((options or {}).get("shift", 0))
+        self.t = 0
+        self.agents = ["a", "b"]
+        return {agent: self._obs(agent) for agent in self.agents}, {agent: {"reset": True} for agent in self.agents}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        if set(actions) != set(self.agents):
+            raise ValueError(f"actions for {sorted(actions)}, agents are {self.agents}")
+        self.t += 1
+        rewards = {agent: 10.0 * AGENTS.index(agent) + float(action) for agent, action in actions.items()}
+        terminations = {agent: agent == "b" and self.t == self.leave for agent in actions}
+        truncations = {agent: agent != "b" and self.t == self.length for agent in actions}
+        infos = {agent: {"t": self.t, "action": int(action)} for agent, action in actions.items()}
+        self.agents = [agent for agent in self.agents if not (terminations[agent] or truncations[agent])]
+        if self.t == self.join and self.t < self.length:
+            self.agents.append("c")
+        observations = {agent: self._obs(agent) for agent in {*actions, *self.agents}}
+        return observations, rewards, terminations, truncations, infos
+
+    def state(self) -> np.ndarray:
+        return np.array([self.t, self.offset], dtype=np.float32)
+
+
+class MixedSpacesEnv(ScriptedAgentsEnv):
+    """Agent ``c`` observes a Box of another shape (refused by vecenv.pettingzoo)."""
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return spaces.Box(-np.inf, np.inf, (3 if agent == "c" else 2,), np.float32)
+
+
+class NoZeroObsEnv(ScriptedAgentsEnv):
+    """Observation space ``Discrete(3, start=1)``: zero is not an observation (refused)."""
+
+    def observation_space(self, agent: str) -> spaces.Discrete:  # type: ignore[override]
+        return spaces.Discrete(3, start=1)
