@@ -61,6 +61,9 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 
 html_theme = "furo"
 html_title = f"vecenv {release}"
+html_static_path = ["_static"]
+#: long lines of output blocks wrap instead of scrolling sideways (code blocks keep theirs)
+html_css_files = ["vecenv.css"]
 
 # a relative Markdown link (not an image: ``![alt](...)`` is copied into the site by Sphinx, and images of an
 # included file are handled by the include's ``:relative-images:``)
