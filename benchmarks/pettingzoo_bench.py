@@ -3,6 +3,9 @@ vecenv against SuperSuit, in ONE process, paired.
 
 Every contender is built first (N env copies each, one row per agent, so N x 3 rows):
 
+- ``plain``: the N envs stepped in a Python loop in this process, no vector env (``env.step({agent: action})``,
+  ``env.reset()`` when ``env.agents`` is empty): the reference; C usable cores cannot step more than C times
+  its rate, the ``ceiling`` line of the report;
 - ``supersuit-2cpu``: ``concat_vec_envs_v1(pettingzoo_env_to_vec_env_v1(env), N, num_cpus=2, base_class=BASE)``
   (two worker processes of SuperSuit's own; the baseline of the ratio column);
 - ``supersuit-0cpu``: the same with ``num_cpus=0``: every env in this process;
@@ -17,7 +20,8 @@ Every contender is built first (N env copies each, one row per agent, so N x 3 r
 action space before timing, cycled, the same for every contender. After a warm-up, ``--rounds`` rounds step every
 contender for ``--seconds`` in turn, the order rotated each round, so that noise from other processes hits all
 alike. ``agent-steps/s`` (rows stepped per second: vector steps x rows) is the median over rounds, and
-``x supersuit-2cpu`` the median of the per-round ratios to that contender. For vecenv's worker layouts,
+``x supersuit-2cpu`` the median of the per-round ratios to that contender, with their quartiles (the spread of
+the pairing: what the machine's noise does to the ratio). For vecenv's worker layouts,
 ``caller us/step`` is the calling process's send + wait + collect per vector step (``step_stats()`` of the vector
 env of the env copies, over the timed chunks) and ``busy`` its send + collect part.
 
@@ -44,9 +48,9 @@ from vecenv.bench.machine import cpu_model, cpus_usable, machine_info, package_v
 from vecenv.bench.tables import render_markdown
 from vecenv.cli_args import json_object, positive_float, positive_int
 
-CONTENDERS = ("supersuit-2cpu", "supersuit-0cpu", "vecenv-subproc", "vecenv-parent", "vecenv-dummy")
+CONTENDERS = ("plain", "supersuit-2cpu", "supersuit-0cpu", "vecenv-subproc", "vecenv-parent", "vecenv-dummy")
 BASELINE = "supersuit-2cpu"
-COLUMNS = ["contender", "layout", "agent-steps/s", f"x {BASELINE}", "caller us/step", "busy us/step"]
+COLUMNS = ["contender", "layout", "agent-steps/s", f"x {BASELINE}", "quartiles", "caller us/step", "busy us/step"]
 ENV_KWARGS = {"max_cycles": 25, "continuous_actions": False}
 
 
@@ -56,8 +60,34 @@ def _parallel_env(**kwargs: Any) -> Any:
     return simple_spread_v3.parallel_env(**kwargs)
 
 
+class PlainLoop:
+    """``n`` PettingZoo envs stepped one after the other in this process; ``step`` takes one action per row."""
+
+    def __init__(self, n: int, env_kwargs: dict[str, Any]) -> None:
+        self.envs = [_parallel_env(**env_kwargs) for _ in range(n)]
+        for i, env in enumerate(self.envs):
+            env.reset(seed=i)
+        self.agents = list(self.envs[0].possible_agents)
+        self.action_space = self.envs[0].action_space(self.agents[0])
+        self.num_envs = n * len(self.agents)
+
+    def step(self, actions: np.ndarray) -> None:
+        width = len(self.agents)
+        for i, env in enumerate(self.envs):
+            row = actions[i * width : (i + 1) * width].tolist()
+            env.step({agent: row[j] for j, agent in enumerate(self.agents) if agent in env.agents})
+            if not env.agents:
+                env.reset()
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
 def layout(name: str, n: int, cores: int, base_class: str) -> str:
     """The constructor a contender stands for, in words."""
+    if name == "plain":
+        return f"for env in envs: env.step(...) ({n} envs, this process)"
     if name.startswith("supersuit"):
         cpus = 2 if name == "supersuit-2cpu" else 0
         return f"concat_vec_envs_v1(..., {n}, num_cpus={cpus}, base_class={base_class!r})"
@@ -70,6 +100,9 @@ def layout(name: str, n: int, cores: int, base_class: str) -> str:
 
 def build(name: str, n: int, env_kwargs: dict[str, Any], cores: int, base_class: str) -> Contender:
     """Build and reset contender ``name`` over ``n`` env copies."""
+    if name == "plain":
+        plain = PlainLoop(n, env_kwargs)
+        return Contender(name, plain.num_envs, plain.step, batches_for(plain.action_space, plain.num_envs), plain.close)
     if name.startswith("supersuit"):
         import supersuit
 
@@ -141,12 +174,13 @@ def table(records: list[dict[str, Any]]) -> str:
             f"`{r['layout']}`",
             f"{r['rate']:,.0f}",
             f"{r['ratio']:.2f}" if "ratio" in r else "",
+            "{:.2f}..{:.2f}".format(*np.percentile(r["ratios"], [25, 75])) if "ratios" in r else "",
             f"{r['caller_us']:.0f}" if "caller_us" in r else "",
             f"{r['busy_us']:.0f}" if "busy_us" in r else "",
         ]
         for r in records
     ]
-    return render_markdown(COLUMNS, rows, [False, False, True, True, True, True])
+    return render_markdown(COLUMNS, rows, [False, False, True, True, True, True, True])
 
 
 def contender_list(text: str) -> list[str]:
@@ -195,10 +229,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"load {info['load_average_start']}; pettingzoo {package_version('pettingzoo')}, mpe2 "
         f"{package_version('mpe2')}, supersuit {package_version('supersuit')}.",
         f"{args.rounds} rounds of {args.seconds} s per contender, order rotated each round; agent-steps/s is the "
-        f"median over rounds, x {BASELINE} the median of the per-round ratios.",
+        f"median over rounds, x {BASELINE} the median of the per-round ratios (with their quartiles).",
         "",
         table(records),
     ]
+    plain = next((r for r in records if r["contender"] == "plain"), None)
+    if plain is not None:
+        lines += [
+            "",
+            f"Ceiling: {cores} cores x plain = {cores * plain['rate']:,.0f} agent-steps/s (no vector env stepping "
+            f"these envs in {cores} processes can do more).",
+        ]
     text = "\n".join(lines)
     print(text)
     result = {"text": text, "records": records, "machine": info}

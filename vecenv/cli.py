@@ -118,7 +118,7 @@ def _add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``run`` sub-command to the ``vecenv`` command's sub-parsers; returns its parser."""
     run: argparse.ArgumentParser = subparsers.add_parser(
         "run",
-        help="step a Gymnasium env with random actions through a vector env and print a summary",
+        help="step a Gymnasium or PettingZoo env with random actions through a vector env and print a summary",
         description="Step ENV_ID with actions sampled from its action space through a vector env, "
         "then print env-steps/s and episode statistics.",
     )
