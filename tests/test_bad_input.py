@@ -75,6 +75,13 @@ CASES = [
     (DISCRETE, np.array([[1, 2], [1, 2]]), r"must have shape \(2,\).*got shape \(2, 2\)"),
     (spaces.MultiDiscrete([2, 3]), np.array([[1, 2], [1, 3]]), r"out of range .*envs \[1\] got \[\[1, 3\]\]"),
     (spaces.MultiDiscrete([2, 3]), np.array([[1, 2, 0], [1, 0, 0]]), r"must have shape \(2, 2\).*got shape \(2, 3\)"),
+    # one range for every component (checked as a Discrete), with a start
+    (
+        spaces.MultiDiscrete([3, 3], start=[-1, -1]),
+        np.array([[1, 2], [1, 1]]),
+        r"out of range .*envs \[0\] got \[\[1, 2\]\]",
+    ),
+    (spaces.MultiDiscrete([3, 3], start=[-1, -1]), np.array([[0, 0], [-2, 0]]), r"out of range .*envs \[1\]"),
     (spaces.MultiBinary(3), np.array([[0, 1, 2], [0, 0, 0]]), r"out of range .*envs \[0\]"),
     (spaces.MultiBinary(3), np.full((2, 3), 0.5), r"must be integers, got dtype float64"),
     (

@@ -47,14 +47,17 @@ def _simple_spread(**kwargs):
     return simple_spread_v3.parallel_env(max_cycles=6, **kwargs)
 
 
-@pytest.mark.parametrize("backend", ["dummy", "subproc"])
-def test_simple_spread_matches_supersuit_step_for_step(backend):
+@pytest.mark.parametrize(
+    ("backend", "continuous"), [("dummy", False), ("subproc", False), ("dummy", True)], ids=["dummy", "subproc", "box"]
+)
+def test_simple_spread_matches_supersuit_step_for_step(backend, continuous):
     """Same seeds and actions: observations, rewards, dones and terminal observations equal SuperSuit's
     concat_vec_envs_v1(pettingzoo_env_to_vec_env_v1(env), 3, num_cpus=0) (base_class="gymnasium", whose dones
-    the stable_baselines3 base class only ORs together), across several episode ends."""
+    the stable_baselines3 base class only ORs together), across several episode ends; Discrete and Box actions."""
     ss = pytest.importorskip("supersuit")
-    reference = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(_simple_spread()), 3, num_cpus=0)
-    venv = _build(backend, _simple_spread, 3, seed=11)
+    kwargs = {"continuous_actions": continuous}
+    reference = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(_simple_spread(**kwargs)), 3, num_cpus=0)
+    venv = _build(backend, _simple_spread, 3, seed=11, env_kwargs=kwargs)
     try:
         assert venv.num_envs == 9 and venv.possible_agents == ["agent_0", "agent_1", "agent_2"]
         expected_obs, _ = reference.reset(seed=11)
@@ -63,7 +66,7 @@ def test_simple_spread_matches_supersuit_step_for_step(backend):
         rng = np.random.default_rng(3)
         n_done_steps = 0
         for t in range(26):  # episodes of 6 steps: 4 episode ends, then 2 steps more
-            actions = rng.integers(0, 5, size=9)
+            actions = rng.random((9, 5), dtype=np.float32) if continuous else rng.integers(0, 5, size=9)
             obs, rewards, dones, infos = venv.step(actions)
             expected_obs, expected_rewards, terminated, truncated, expected_infos = reference.step(actions)
             np.testing.assert_array_equal(obs, expected_obs, err_msg=f"step {t}")
@@ -237,6 +240,8 @@ def test_bad_arguments_are_refused():
         make_vec_env(ScriptedAgentsEnv, 0)
     with pytest.raises(TypeError, match=r"make_vec_env\(env_fn\): expected a callable"):
         make_vec_env(ScriptedAgentsEnv(), 1)
+    with pytest.raises(ValueError, match=r"venv must autoreset in the same step \(AutoresetMode.SAME_STEP\), got"):
+        make_vec_env(ScriptedAgentsEnv, 1, vec_env_kwargs={"autoreset_mode": "NextStep"})
     venv = make_vec_env(ScriptedAgentsEnv, 2)
     try:
         venv.reset()
@@ -355,6 +360,7 @@ def _kaz(**kwargs):
     return knights_archers_zombies_v11.parallel_env(**kwargs)
 
 
+@pytest.mark.filterwarnings("ignore:The old environment creation API has been deprecated:DeprecationWarning")
 def test_knights_archers_zombies_rows_match_the_envs_stepped_by_hand():
     """Two KAZ envs (vector observations; agents die when they touch a wall or a zombie) in lockstep with two
     envs stepped by hand, same seeds (seed + i) and actions: every row, done, active flag and terminal observation
@@ -520,3 +526,18 @@ print(dones.all(), sorted(infos[0]["episode"]), "stable_baselines3" in sys.modul
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.split() == ["True", "['l',", "'r',", "'t']", "None"]
+
+
+def test_render_tiles_one_frame_per_env_and_attributes_reach_through_wrappers():
+    venv = vecenv.VecNormalize(
+        make_vec_env(_simple_spread, 2, seed=0, env_kwargs={"render_mode": "rgb_array"}), norm_reward=False
+    )
+    try:
+        venv.reset()
+        frames = venv.get_images()
+        assert venv.render_mode == "rgb_array" and len(frames) == 2
+        np.testing.assert_array_equal(venv.render(), vecenv.tile_images(frames))
+        np.testing.assert_array_equal(frames[1], venv.env_method("render", indices=[3])[0])
+        assert venv.possible_agents == ["agent_0", "agent_1", "agent_2"] and venv.n_envs == 2
+    finally:
+        venv.close()

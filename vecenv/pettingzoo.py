@@ -109,8 +109,9 @@ class AgentStackEnv(gym.Env):
     ``"acted"`` (the agent was in ``env.agents`` when the step began: its action was used) and ``"alive"`` (it is
     in ``env.agents`` now), int8 ``(A,)``. Action: the agents' actions ``(A, *action_shape)``; only those of agents
     in ``env.agents`` reach the env. The episode ends (``terminated``) when ``env.agents`` is empty; the reward is
-    the agents' sum. Info: ``"agent_infos"`` (one dict per agent, ``{}`` when the env gave none) and, when agents
-    leave before the episode ends, ``"agent_terminal_observations"`` ``{agent index: last observation}``.
+    the agents' sum. Info: agent ``j``'s info under the key ``j`` (int; ``{}`` when the env gave none) and, when
+    agents leave before the episode ends, ``"agent_terminal_observations"``: ``(A, *obs_shape)``, the last
+    observation of each agent (read the rows of the agents that left). (Flat, so that vector envs copy it cheaply.)
 
     Attributes and methods a vector env's ``get_attr`` / ``env_method`` ask for are looked up on the PettingZoo env
     first (:meth:`get_wrapper_attr`).
@@ -159,7 +160,7 @@ class AgentStackEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset the PettingZoo env (``env.reset(seed=seed, options=options)``).
 
-        :return: the stacked observation (zeros for agents not in ``env.agents``) and ``{"agent_infos": [...]}``.
+        :return: the stacked observation (zeros for agents not in ``env.agents``) and the agents' infos by index.
         """
         observations, infos = self.par_env.reset(seed=seed, options=options)
         self._last_obs[...] = self._obs_zero
@@ -174,7 +175,11 @@ class AgentStackEnv(gym.Env):
             "acted": np.zeros(n, dtype=np.int8),
             "alive": alive,
         }
-        return obs, {"agent_infos": [dict(infos.get(agent, {})) for agent in self.possible_agents]}
+        return obs, self._agent_infos(infos)
+
+    def _agent_infos(self, infos: dict[str, Any]) -> dict[Any, Any]:
+        index = self._index
+        return {index[agent]: info for agent, info in infos.items() if agent in index}
 
     def _masked_obs(self, shown: np.ndarray) -> np.ndarray:
         obs = self._last_obs.copy()
@@ -204,13 +209,12 @@ class AgentStackEnv(gym.Env):
         # an agent that acted and is gone without a flag (the env dropped it) ends as truncated
         gone = (acted == 1) & (alive == 0) & (terminated == 0) & (truncated == 0)
         truncated[gone] = 1
-        info: dict[str, Any] = {"agent_infos": [dict(infos.get(agent, {})) for agent in self.possible_agents]}
+        info = self._agent_infos(infos)
         if over:
             obs = self._masked_obs(acted)
         else:
-            left = np.flatnonzero((acted == 1) & ((terminated == 1) | (truncated == 1)))
-            if left.size:
-                info["agent_terminal_observations"] = {int(j): self._last_obs[j].copy() for j in left}
+            if ((acted == 1) & ((terminated == 1) | (truncated == 1))).any():
+                info["agent_terminal_observations"] = self._last_obs.copy()
             obs = self._masked_obs(alive)
         stacked = {
             "obs": obs,
@@ -240,6 +244,9 @@ class AgentStackEnv(gym.Env):
     def set_parallel_env_attr(self, name: str, value: Any) -> None:
         """Set attribute ``name`` of the PettingZoo env (what :meth:`AgentVecEnv.set_attr` calls)."""
         setattr(self.par_env, name, value)
+
+
+_NO_INFO: dict[str, Any] = {}  # (never modified: rows copy it)
 
 
 def _stacked(batch: VecEnvObs) -> dict[str, np.ndarray]:
@@ -347,7 +354,7 @@ class AgentVecEnv(VecEnv):
         info["active"] = active
         return info
 
-    def _rows(self, batch: Any, env_dones: np.ndarray, env_infos: Sequence[dict[str, Any]], env_ids: np.ndarray) -> Any:
+    def _rows(self, batch: Any, env_dones: np.ndarray, env_infos: Sequence[dict[Any, Any]], env_ids: np.ndarray) -> Any:
         """Turn the inner envs' results (envs ``env_ids``) into ``(obs, rewards, dones, infos, active)`` by row."""
         agents = self.num_agents
         obs, rewards = batch["obs"], batch["reward"]
@@ -381,12 +388,11 @@ class AgentVecEnv(VecEnv):
         time_limit = (row_truncated & ~row_terminated).tolist()
         infos: list[dict[str, Any]] = []
         for e, env_info in enumerate(env_infos):
-            agent_infos = env_info.get("agent_infos") or [{}] * agents
             first_row = int(env_ids[e]) * agents
-            extra = {key: value for key, value in env_info.items() if key.startswith("vecenv.")}
+            extra = {key: value for key, value in env_info.items() if isinstance(key, str) and key[:7] == "vecenv."}
             for j in range(agents):
                 k = e * agents + j
-                info = self._row_info(agent_infos[j], first_row + j, bool(row_acted[k]))
+                info = self._row_info(env_info.get(j, _NO_INFO), first_row + j, bool(row_acted[k]))
                 info["TimeLimit.truncated"] = bool(time_limit[k])
                 info.update(extra)
                 infos.append(info)
@@ -402,15 +408,14 @@ class AgentVecEnv(VecEnv):
         return _rows_of(obs), _rows_of(rewards), dones, infos, row_active
 
     def _reset_rows(
-        self, alive: np.ndarray, env_infos: Sequence[dict[str, Any]], env_ids: np.ndarray
+        self, alive: np.ndarray, env_infos: Sequence[dict[Any, Any]], env_ids: np.ndarray
     ) -> list[dict[str, Any]]:
         """The rows' reset infos of the envs ``env_ids`` (``alive``: their agents' flags, ``(len(env_ids), A)``)."""
         infos = []
         for e, env_info in enumerate(env_infos):
-            agent_infos = env_info.get("agent_infos") or [{}] * self.num_agents
             first_row = int(env_ids[e]) * self.num_agents
             for j in range(self.num_agents):
-                infos.append(self._row_info(agent_infos[j], first_row + j, bool(alive[e, j])))
+                infos.append(self._row_info(env_info.get(j, _NO_INFO), first_row + j, bool(alive[e, j])))
         return infos
 
     def _env_actions(self, actions: Any, rows: int) -> np.ndarray:

@@ -430,6 +430,8 @@ def make_actions_checker(action_space: spaces.Space, name: str = "actions") -> C
         low, high = int(action_space.start), int(action_space.start + action_space.n)
     elif isinstance(action_space, spaces.MultiDiscrete):
         low, high = action_space.start, action_space.start + action_space.nvec
+        if low.size and (low == low.flat[0]).all() and (high == high.flat[0]).all():
+            low, high = int(low.flat[0]), int(high.flat[0])  # one range for every component: the cheap tests
     elif isinstance(action_space, spaces.MultiBinary):
         low, high = 0, 2
     binary = isinstance(action_space, spaces.MultiBinary)
