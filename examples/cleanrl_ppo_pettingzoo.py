@@ -39,7 +39,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--env-module",
         default="mpe2.simple_spread_v3",
-        help="a PettingZoo env module whose parallel_env() makes the env (agents with one Discrete action space)",
+        help="a PettingZoo env module whose parallel_env(max_cycles=..., continuous_actions=False) makes the env, as "
+        "the MPE envs' do (agents with one Discrete action space)",
     )
     parser.add_argument("--max-cycles", type=int, default=25, help="steps per episode (parallel_env(max_cycles=...))")
     parser.add_argument("--seed", type=int, default=1, help="seed of the experiment")
