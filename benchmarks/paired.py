@@ -5,8 +5,10 @@ Imported by the scripts in this directory (run them as ``python benchmarks/<scri
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -20,6 +22,17 @@ def rate(step: Callable[[], object], n: int, seconds: float) -> float:
         step()
         steps += n
     return steps / (time.perf_counter() - start)
+
+
+def write_results(result: dict[str, Any], output: str | None, json_path: str | None) -> None:
+    """Write ``result["text"]`` (the report) to ``output`` and the rest of ``result`` as JSON to ``json_path``,
+    each if given."""
+    if output:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(result["text"] + "\n")
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as handle:
+            json.dump({k: v for k, v in result.items() if k != "text"}, handle, indent=1)
 
 
 def report(header: str, rows: list[dict[str, object]], right: Sequence[bool], output: str | None) -> None:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.util
-import json
 import multiprocessing as mp
 import os
 import time
@@ -45,7 +44,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
-from paired import rate  # same directory: run as python benchmarks/scaling.py
+from paired import rate, write_results  # same directory: run as python benchmarks/scaling.py
 
 from vecenv import SubprocVecEnv
 from vecenv.bench.adapters import GymVectorAdapter, PlainLoop
@@ -410,13 +409,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     lines += ["", table(records, cores), "", "Where scaling stops:", *scaling_lines(records)]
     text = "\n".join(lines)
     print(text)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
     result = {"text": text, "records": records, "capacity": cap, "machine": info}
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({k: v for k, v in result.items() if k != "text"}, handle, indent=1)
+    write_results(result, args.output, args.json)
     return result
 
 

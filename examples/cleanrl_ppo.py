@@ -56,7 +56,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--target-kl", type=float, default=None, help="target KL divergence threshold")
     args = parser.parse_args(argv)
     args.batch_size = int(args.num_envs * args.num_steps)
-    args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)
     return args
 
@@ -76,10 +75,12 @@ def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.
 
 
 class Agent(nn.Module):
-    def __init__(self, envs: AsyncVectorEnv) -> None:
+    """The actor and the critic, for one env's (one agent's) observation space and Discrete action space."""
+
+    def __init__(self, observation_space: gym.spaces.Space, action_space: gym.spaces.Discrete) -> None:
         super().__init__()
-        obs_dim = int(np.prod(envs.single_observation_space.shape))
-        n_actions = int(envs.single_action_space.n)
+        obs_dim = int(np.prod(observation_space.shape))
+        n_actions = int(action_space.n)
         self.critic = nn.Sequential(
             layer_init(nn.Linear(obs_dim, 64)),
             nn.Tanh(),
@@ -108,6 +109,99 @@ class Agent(nn.Module):
         return action, probs.log_prob(action), probs.entropy(), self.critic(x)
 
 
+def compute_returns(
+    agent: Agent,
+    next_obs: torch.Tensor,
+    next_done: torch.Tensor,
+    rewards: torch.Tensor,
+    dones: torch.Tensor,
+    values: torch.Tensor,
+    args: argparse.Namespace,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The advantages (GAE) and returns of a rollout ``(num_steps, num_envs)``, bootstrapped from ``next_obs``."""
+    with torch.no_grad():
+        next_value = agent.get_value(next_obs).reshape(1, -1)
+        advantages = torch.zeros_like(rewards)
+        lastgaelam = torch.zeros(rewards.shape[1])
+        for t in reversed(range(args.num_steps)):
+            if t == args.num_steps - 1:
+                nextnonterminal = 1.0 - next_done
+                nextvalues = next_value
+            else:
+                nextnonterminal = 1.0 - dones[t + 1]
+                nextvalues = values[t + 1]
+            delta = rewards[t] + args.gamma * nextvalues * nextnonterminal - values[t]
+            advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
+    return advantages, advantages + values
+
+
+def update_policy(
+    agent: Agent,
+    optimizer: optim.Optimizer,
+    rollout: tuple[torch.Tensor, ...],
+    b_inds: np.ndarray,
+    args: argparse.Namespace,
+) -> tuple[torch.Tensor, list[float]]:
+    """PPO's update epochs on the samples ``b_inds`` of the flattened ``rollout`` (obs, logprobs, actions,
+    advantages, returns, values; each ``(num_steps, num_envs, ...)``); returns the last approx. KL and the clip
+    fractions."""
+    obs, logprobs, actions, advantages, returns, values = rollout
+    # flatten the batch
+    b_obs = obs.reshape((-1, *obs.shape[2:]))
+    b_logprobs = logprobs.reshape(-1)
+    b_actions = actions.reshape((-1, *actions.shape[2:]))
+    b_advantages = advantages.reshape(-1)
+    b_returns = returns.reshape(-1)
+    b_values = values.reshape(-1)
+
+    minibatch_size = max(1, len(b_inds) // args.num_minibatches)
+    clipfracs: list[float] = []
+    approx_kl = torch.zeros(())
+    for _epoch in range(args.update_epochs):
+        np.random.shuffle(b_inds)
+        for start in range(0, len(b_inds), minibatch_size):
+            mb_inds = b_inds[start : start + minibatch_size]
+
+            _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions.long()[mb_inds])
+            logratio = newlogprob - b_logprobs[mb_inds]
+            ratio = logratio.exp()
+
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfracs += [((ratio - 1.0).abs() > args.clip_coef).float().mean().item()]
+
+            mb_advantages = b_advantages[mb_inds]
+            if args.norm_adv:
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+            pg_loss1 = -mb_advantages * ratio
+            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+            pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+            newvalue = newvalue.view(-1)
+            if args.clip_vloss:
+                v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                v_clipped = b_values[mb_inds] + torch.clamp(
+                    newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
+                )
+                v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+            else:
+                v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+
+            entropy_loss = entropy.mean()
+            loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            optimizer.step()
+
+        if args.target_kl is not None and approx_kl > args.target_kl:
+            break
+    return approx_kl, clipfracs
+
+
 def report_episodes(infos: dict[str, Any], global_step: int, returns: list[float]) -> None:
     """Print the episodes that ended in this step (SAME_STEP mode: their statistics are in ``final_info``)."""
     final_info = infos.get("final_info")
@@ -134,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     assert isinstance(envs.single_action_space, gym.spaces.Discrete), "only discrete action spaces are supported"
     try:
-        agent = Agent(envs).to(device)
+        agent = Agent(envs.single_observation_space, envs.single_action_space).to(device)
         optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
         obs = torch.zeros((args.num_steps, args.num_envs, *envs.single_observation_space.shape)).to(device)
@@ -174,78 +268,14 @@ def main(argv: list[str] | None = None) -> int:
                 next_done = torch.Tensor(next_done_np).to(device)
                 report_episodes(infos, global_step, returns)
 
-            # bootstrap value if not done
-            with torch.no_grad():
-                next_value = agent.get_value(next_obs).reshape(1, -1)
-                advantages = torch.zeros_like(rewards).to(device)
-                lastgaelam = torch.zeros(args.num_envs).to(device)
-                for t in reversed(range(args.num_steps)):
-                    if t == args.num_steps - 1:
-                        nextnonterminal = 1.0 - next_done
-                        nextvalues = next_value
-                    else:
-                        nextnonterminal = 1.0 - dones[t + 1]
-                        nextvalues = values[t + 1]
-                    delta = rewards[t] + args.gamma * nextvalues * nextnonterminal - values[t]
-                    advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nextnonterminal * lastgaelam
-                returns_t = advantages + values
-
-            # flatten the batch
-            b_obs = obs.reshape((-1, *envs.single_observation_space.shape))
-            b_logprobs = logprobs.reshape(-1)
-            b_actions = actions.reshape((-1, *envs.single_action_space.shape))
-            b_advantages = advantages.reshape(-1)
-            b_returns = returns_t.reshape(-1)
-            b_values = values.reshape(-1)
-
-            # optimize the policy and value network
-            b_inds = np.arange(args.batch_size)
-            clipfracs = []
-            approx_kl = torch.zeros(())
-            for _epoch in range(args.update_epochs):
-                np.random.shuffle(b_inds)
-                for start in range(0, args.batch_size, args.minibatch_size):
-                    mb_inds = b_inds[start : start + args.minibatch_size]
-
-                    _, newlogprob, entropy, newvalue = agent.get_action_and_value(
-                        b_obs[mb_inds], b_actions.long()[mb_inds]
-                    )
-                    logratio = newlogprob - b_logprobs[mb_inds]
-                    ratio = logratio.exp()
-
-                    with torch.no_grad():
-                        approx_kl = ((ratio - 1) - logratio).mean()
-                        clipfracs += [((ratio - 1.0).abs() > args.clip_coef).float().mean().item()]
-
-                    mb_advantages = b_advantages[mb_inds]
-                    if args.norm_adv:
-                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                    pg_loss1 = -mb_advantages * ratio
-                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
-
-                    newvalue = newvalue.view(-1)
-                    if args.clip_vloss:
-                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                        v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
-                        )
-                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
-                        v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
-                    else:
-                        v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
-
-                    entropy_loss = entropy.mean()
-                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
-
-                    optimizer.zero_grad()
-                    loss.backward()
-                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                    optimizer.step()
-
-                if args.target_kl is not None and approx_kl > args.target_kl:
-                    break
+            advantages, returns_t = compute_returns(agent, next_obs, next_done, rewards, dones, values, args)
+            approx_kl, clipfracs = update_policy(
+                agent,
+                optimizer,
+                (obs, logprobs, actions, advantages, returns_t, values),
+                np.arange(args.batch_size),
+                args,
+            )
 
             sps = int(global_step / (time.time() - start_time))
             print(

@@ -106,6 +106,11 @@ def _reference_stats(env_id: str, n: int, steps: int, seed: int, env_kwargs: dic
                 env.reset()
     for env in envs:
         env.close()
+    return _episode_stats(returns, lengths)
+
+
+def _episode_stats(returns: list[float], lengths: list[int]) -> dict[str, str]:
+    """The statistics lines of a summary, from the returns and lengths of the episodes that finished."""
     stats = {"episodes": str(len(returns))}
     if returns:
         stats |= {

@@ -1,7 +1,8 @@
 """The ``vecenv`` command (also ``python -m vecenv``).
 
-``vecenv run`` steps a registered Gymnasium env with random actions through a vector env and prints a
-summary; ``vecenv plot`` draws a learning curve from monitor files; ``vecenv bench`` is in
+``vecenv run`` steps a registered Gymnasium env, or a PettingZoo env given by its module
+(``mpe2.simple_spread_v3``: :func:`vecenv.cli_args.is_env_module_path`), with random actions through a vector env
+and prints a summary; ``vecenv plot`` draws a learning curve from monitor files; ``vecenv bench`` is in
 :mod:`vecenv.bench.cli`. User errors (unknown env id, bad option value or path, missing optional
 dependency) print one line ``vecenv <command>: error: ...`` naming the argument, what was expected and
 what was given, and exit with status 2, without a traceback. An option of another backend than the one
@@ -40,11 +41,13 @@ from vecenv.cli_args import (
     UsageError,
     check_env_id,
     check_output_path,
+    is_env_module_path,
     json_object,
     make_output_folder,
     non_negative_int,
     os_reason,
     path_error,
+    pettingzoo_env_module,
     positive_int,
 )
 from vecenv.env_util import make_vec_env
@@ -115,7 +118,7 @@ def _add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``run`` sub-command to the ``vecenv`` command's sub-parsers; returns its parser."""
     run: argparse.ArgumentParser = subparsers.add_parser(
         "run",
-        help="step a Gymnasium env with random actions through a vector env and print a summary",
+        help="step a Gymnasium or PettingZoo env with random actions through a vector env and print a summary",
         description="Step ENV_ID with actions sampled from its action space through a vector env, "
         "then print env-steps/s and episode statistics.",
     )
@@ -133,7 +136,8 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         default="CartPole-v1",
         metavar="ENV_ID",
-        help="registered Gymnasium env id (default: %(default)s)",
+        help="registered Gymnasium env id, or a PettingZoo env module with a parallel_env function, as a dotted "
+        "module path (e.g. mpe2.simple_spread_v3: N copies of the env, one row per agent) (default: %(default)s)",
     )
     parser.add_argument(
         "--num-envs", "-n", type=positive_int, default=8, metavar="N", help="number of envs (default: %(default)s)"
@@ -162,7 +166,7 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
         type=json_object,
         default=None,
         metavar="JSON",
-        help="keyword arguments for gymnasium.make, as a JSON object",
+        help="keyword arguments for gymnasium.make (PettingZoo: for parallel_env), as a JSON object",
     )
     parser.add_argument(
         "--start-method",
@@ -292,13 +296,19 @@ class EpisodeStats:
         self._return = np.zeros(self.num_envs, dtype=np.float64)
         self._length = np.zeros(self.num_envs, dtype=np.int64)
 
-    def update(self, rewards: np.ndarray, dones: np.ndarray) -> None:
-        """Account one vector step: ``rewards`` float ``(num_envs,)``, ``dones`` bool ``(num_envs,)``."""
+    def update(self, rewards: np.ndarray, dones: np.ndarray, acted: np.ndarray | None = None) -> None:
+        """Account one vector step: ``rewards`` float ``(num_envs,)``, ``dones`` bool ``(num_envs,)``.
+
+        :param acted: bool ``(num_envs,)``, for the rows of a PettingZoo env (``AgentVecEnv.row_active``): whether
+            the row's agent acted in the step. As in :class:`~vecenv.VecMonitor`, an episode's length counts only
+            those steps, and a row done without one (its agent had left, or never joined) ends no episode.
+        """
         self._return += rewards
-        self._length += 1
+        self._length += 1 if acted is None else acted
         if dones.any():
-            self.returns.extend(self._return[dones].tolist())
-            self.lengths.extend(self._length[dones].tolist())
+            ended = dones if acted is None else dones & (self._length > 0)
+            self.returns.extend(self._return[ended].tolist())
+            self.lengths.extend(self._length[ended].tolist())
             self._return[dones] = 0.0
             self._length[dones] = 0
 
@@ -456,9 +466,30 @@ def _option_summary(args: argparse.Namespace, n: int, video_paths: list[str]) ->
     return lines
 
 
+def _check_pettingzoo_args(args: argparse.Namespace) -> None:
+    """Refuse the options that need one Gymnasium env per vector-env row (a PettingZoo env has one per agent).
+
+    :raises UsageError: for ``--monitor`` or ``--video`` with a PettingZoo env module.
+    """
+    for option, value, why in (
+        ("--monitor", args.monitor, "whose envs each write a Monitor file"),
+        ("--video", args.video, "whose first env's frames VecVideoRecorder records"),
+    ):
+        if value is not None:
+            raise UsageError(
+                f"argument {option}: needs a Gymnasium env id, {why}; got the PettingZoo env module {args.env_id!r}"
+            )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    """``vecenv run``: build the vector env with :func:`~vecenv.make_vec_env`, step it, print a summary."""
-    check_env_id(args.env_id)
+    """``vecenv run``: build the vector env with :func:`~vecenv.make_vec_env` (a PettingZoo env module: with
+    :func:`vecenv.pettingzoo.make_vec_env`), step it, print a summary."""
+    args.parallel_env = None
+    if is_env_module_path(args.env_id):
+        args.parallel_env = pettingzoo_env_module(args.env_id).parallel_env
+        _check_pettingzoo_args(args)
+    else:
+        check_env_id(args.env_id)
     _check_run_args(args)
     n = args.num_envs
     parent_envs = args.parent_envs or 0
@@ -502,16 +533,20 @@ def _run(args: argparse.Namespace) -> int:
     vec_env_cls: type[DummyVecEnv | SubprocVecEnv | RayVecEnv] = DummyVecEnv
     if args.backend != "dummy":
         vec_env_cls = SubprocVecEnv if args.backend == "subproc" else RayVecEnv
+    common: dict[str, Any] = {
+        "n_envs": n,
+        "seed": args.seed,
+        "env_kwargs": args.env_kwargs,
+        "vec_env_cls": vec_env_cls,
+        "vec_env_kwargs": vec_env_kwargs,
+    }
     try:
-        venv = make_vec_env(
-            args.env_id,
-            n_envs=n,
-            seed=args.seed,
-            env_kwargs=args.env_kwargs,
-            vec_env_cls=vec_env_cls,
-            vec_env_kwargs=vec_env_kwargs,
-            monitor_dir=args.monitor,
-        )
+        if args.parallel_env is None:
+            venv = make_vec_env(args.env_id, monitor_dir=args.monitor, **common)
+        else:
+            from vecenv.pettingzoo import make_vec_env as make_agent_vec_env
+
+            venv = make_agent_vec_env(args.parallel_env, **common)
     except gym.error.DependencyNotInstalled as exc:
         raise UsageError(f"{args.env_id} needs an optional dependency that is not installed: {exc}") from None
     except MissingExtraError as exc:
@@ -525,20 +560,25 @@ def _run(args: argparse.Namespace) -> int:
         venv.close()
         raise
     venv, normalize = wrapped.venv, wrapped.normalize
+    base = venv.unwrapped
+    # the vector env of the env copies: a PettingZoo env's AgentVecEnv keeps its own in .venv
+    inner = base if args.parallel_env is None else base.venv
+    rows = venv.num_envs  # n, or n x agents for a PettingZoo env
     try:
-        actions = gym.vector.utils.batch_space(venv.action_space, n)
+        actions = gym.vector.utils.batch_space(venv.action_space, rows)
         actions.seed(args.seed)
-        stats = EpisodeStats(n)
+        stats = EpisodeStats(rows)
         start = time.perf_counter()
         venv.reset()
         with tqdm(total=iterations * n, unit="step", unit_scale=True, disable=None, file=sys.stderr) as bar:
             for _ in range(iterations):
                 _, rewards, dones, _ = venv.step(actions.sample())
                 # episode statistics always use the env's own rewards, never the normalized ones
-                stats.update(rewards if normalize is None else normalize.get_original_reward(), dones)
+                acted = None if args.parallel_env is None else base.row_active
+                stats.update(rewards if normalize is None else normalize.get_original_reward(), dones, acted)
                 bar.update(n)
         wall = time.perf_counter() - start
-        profile = venv.step_stats() if args.profile else None
+        profile = inner.step_stats() if args.profile else None
         if args.save_normalize is not None:
             assert normalize is not None
             make_output_folder("--save-normalize", args.save_normalize, folder=False)
@@ -555,22 +595,25 @@ def _run(args: argparse.Namespace) -> int:
     recorder = wrapped.recorder
     if recorder is not None and recorder.video_path is not None and os.path.exists(recorder.video_path):
         video_paths.append(os.path.join(args.video, recorder.video_name))
-    base = venv.unwrapped
     backend = args.backend
-    if isinstance(base, SubprocVecEnv):
-        in_parent = f", {_plural(base.parent_envs, 'env')} in this process" if base.parent_envs else ""
-        backend += f" ({base.start_method}, {_plural(base.n_workers, 'worker')}{in_parent})"
-    elif isinstance(base, RayVecEnv):
-        backend += f" ({_plural(base.n_workers, 'actor')} on {_plural(len(set(base.node_ids)), 'node')})"
-    summary: dict[str, Any] = {
-        "env_id": args.env_id,
-        "backend": backend,
-        "num_envs": n,
+    if isinstance(inner, SubprocVecEnv):
+        in_parent = f", {_plural(inner.parent_envs, 'env')} in this process" if inner.parent_envs else ""
+        backend += f" ({inner.start_method}, {_plural(inner.n_workers, 'worker')}{in_parent})"
+    elif isinstance(inner, RayVecEnv):
+        backend += f" ({_plural(inner.n_workers, 'actor')} on {_plural(len(set(inner.node_ids)), 'node')})"
+    summary: dict[str, Any] = {"env_id": args.env_id, "backend": backend, "num_envs": n}
+    if args.parallel_env is not None:
+        agents = list(base.possible_agents)
+        summary["agents"] = f"{len(agents)} ({', '.join(map(str, agents))})"
+        summary["rows"] = f"{rows} ({_plural(n, 'env')} x {_plural(len(agents), 'agent')})"
+    summary |= {
         "env_steps": iterations * n,
         "wall_time_s": f"{wall:.3f}",
         "steps_per_s": f"{iterations * n / wall:.0f}",
-        "episodes": len(stats.returns),
     }
+    if args.parallel_env is not None:
+        summary["agent_steps_per_s"] = f"{iterations * rows / wall:.0f}"
+    summary["episodes"] = len(stats.returns)
     for name, values, fmt in (("return", stats.returns, ".3f"), ("length", stats.lengths, "d")):
         if values:
             summary[f"episode_{name}_mean"] = f"{np.mean(values):.3f}"

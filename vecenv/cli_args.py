@@ -1,7 +1,8 @@
 """What the ``vecenv`` command and its ``bench`` sub-command share: argument types, output-path checks, the
 user-error exception and the exit statuses.
 
-:mod:`vecenv.cli` and :mod:`vecenv.bench.cli` both import this module, which imports nothing from vecenv.
+:mod:`vecenv.cli` and :mod:`vecenv.bench.cli` both import this module, which imports nothing from vecenv but
+:mod:`vecenv.optional` (itself without vecenv imports).
 
 Output paths follow one rule: missing folders are created (the folder of an output file, or an output
 folder and its parents); a path is refused, before anything runs, when that folder cannot be created or
@@ -16,13 +17,20 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
+import importlib
+import importlib.util
 import json
 import os
+import pkgutil
+import re
 import tempfile
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, TypeVar
 
 import gymnasium as gym
+
+from vecenv.optional import install_hint
 
 __all__ = [
     "EXIT_CASE_FAILED",
@@ -34,11 +42,13 @@ __all__ = [
     "check_env_id",
     "check_output_path",
     "comma_list",
+    "is_env_module_path",
     "json_object",
     "make_output_folder",
     "non_negative_int",
     "os_reason",
     "path_error",
+    "pettingzoo_env_module",
     "positive_float",
     "positive_int",
 ]
@@ -242,3 +252,76 @@ def check_env_id(env_id: str) -> None:
         close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
         hint = f"; did you mean: {', '.join(close)}?" if close else "; see gymnasium.pprint_registry() for the ids"
         raise UsageError(f"unknown env id {env_id!r} ({type(exc).__name__}){hint}") from None
+
+
+# --- PettingZoo env modules -------------------------------------------------------------------------
+
+#: What ``vecenv run``'s ENV_ID takes.
+ENV_ID_EXPECTED = (
+    "a registered Gymnasium env id or a PettingZoo env module with a parallel_env function (e.g. mpe2.simple_spread_v3)"
+)
+_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def is_env_module_path(env_id: str) -> bool:
+    """Whether ``env_id`` names a PettingZoo env module rather than a Gymnasium env: a dotted Python module path
+    (``package.module``) that Gymnasium's registry does not know."""
+    if not _MODULE_PATH.fullmatch(env_id):
+        return False
+    try:
+        gym.spec(env_id)
+    except gym.error.Error:
+        return True
+    return False
+
+
+def _close_modules(path: str) -> str:
+    """``"; did you mean: mpe2.simple_spread_v3?"``: modules of ``path``'s package with a name close to its last
+    part, or ``""`` when the package cannot be found or has none."""
+    package, _, name = path.rpartition(".")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    names = [info.name for info in pkgutil.iter_modules(spec.submodule_search_locations)]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    return f"; did you mean: {', '.join(f'{package}.{c}' for c in close)}?" if close else ""
+
+
+def pettingzoo_env_module(env_id: str) -> ModuleType:
+    """Import the PettingZoo env module ``env_id`` (e.g. ``mpe2.simple_spread_v3``), whose ``parallel_env(**kwargs)``
+    makes the env.
+
+    :raises UsageError: when pettingzoo is not installed, the module does not exist (naming modules of its
+        package with a close name), importing it fails (e.g. a dependency of the env that is not installed), or
+        it has no ``parallel_env`` function.
+    """
+    where = "argument ENV_ID:"
+    if importlib.util.find_spec("pettingzoo") is None:
+        raise UsageError(
+            f"{where} {env_id!r} names a PettingZoo env module, which needs pettingzoo, not installed. "
+            f"{install_hint('pettingzoo')}"
+        )
+    try:
+        module = importlib.import_module(env_id)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing and (env_id == missing or env_id.startswith(missing + ".")):
+            raise UsageError(
+                f"{where} expected {ENV_ID_EXPECTED}, got {env_id!r}: no module named {missing!r}"
+                f"{_close_modules(env_id)}"
+            ) from None
+        raise UsageError(
+            f"{where} the PettingZoo env module {env_id!r} needs {missing or exc}, which is not installed"
+        ) from None
+    except Exception as exc:  # the module's own code raised while importing
+        raise UsageError(
+            f"{where} cannot import the PettingZoo env module {env_id!r}: {type(exc).__name__}: {exc}"
+        ) from None
+    if not callable(getattr(module, "parallel_env", None)):
+        raise UsageError(
+            f"{where} expected {ENV_ID_EXPECTED}, got {env_id!r}, a module without a parallel_env function"
+        )
+    return module
