@@ -22,6 +22,7 @@ them side by side, so one run answers whether the change is outside the A/A nois
     python benchmarks/revision_ab.py --aa                                # A/A only: the noise band
     python benchmarks/revision_ab.py --rounds 2 --seconds 0.2 --warmup 0.1   # smoke test
     python benchmarks/revision_ab.py --subproc-kwargs '{"n_workers": 1}' --candidate-kwargs '{"wait_mode": "block"}'
+    python benchmarks/revision_ab.py --cases subproc-cartpole-64 --trainer-us 500   # a trainer's work between steps
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ CASES = {
     "subproc-cartpole-64": Case("subproc", "cartpole", 64),
     "subproc-image-16": Case("subproc", "image", 16),
     "subproc-cpu-16": Case("subproc", "cpu", 16),
+    "subproc-cpu-4": Case("subproc", "cpu", 4),  # 2 envs per default worker: waits under 1 ms, CPU-bound workers
 }
 
 
@@ -107,6 +109,8 @@ class Contender:
 
         register_envs()
         self.kind, n = request["kind"], request["num_envs"]
+        #: seconds of the calling process's own CPU work between two vector steps (a trainer's), subproc only
+        self.trainer = request.get("trainer_us", 0.0) * 1e-6
         factory = CheckedFactory(tree, WORKLOADS[request["workload"]].factory(request["cpu_iterations"]))
         self.batches = [np.asarray(batch, dtype=request["dtype"]) for batch in request["actions"]]
         self.per_env = [list(batch) for batch in self.batches]  # the elements a vector env passes on
@@ -134,11 +138,15 @@ class Contender:
 
     def vec(self, start: int, stop: int) -> float:
         """Seconds of ``venv.step`` over action batches ``start..stop-1`` (cycled)."""
-        step, pool = self.venv.step, self.batches
-        begin = time.perf_counter()
+        step, pool, trainer, clock = self.venv.step, self.batches, self.trainer, time.perf_counter
+        begin = clock()
         for i in range(start, stop):
             step(pool[i % ACTION_POOL])
-        return time.perf_counter() - begin
+            if trainer:
+                until = clock() + trainer
+                while clock() < until:  # the trainer's compute: this core is busy, as with a policy update
+                    pass
+        return clock() - begin
 
     def warmup(self, seconds: float) -> float:
         """Step for about ``seconds``; the chunks (plain + vec for ``dummy``) per second."""
@@ -340,7 +348,8 @@ def run_case(
     # on an error the children are stopped (main's finally), and a stopping child closes its envs
     for label, child in children.items():
         kwargs = args.subproc_kwargs | (args.candidate_kwargs if label != BASELINE else {})
-        child.request("setup", **setup, subproc_kwargs=kwargs if case.kind == "subproc" else {})
+        subproc = case.kind == "subproc"
+        child.request("setup", **setup, subproc_kwargs=kwargs if subproc else {}, trainer_us=args.trainer_us * subproc)
     warm = [child.request("warmup", seconds=args.warmup)["rate"] for child in children.values()]
     steps = max(2, round(args.seconds * float(np.mean(warm))))
     values: dict[str, list[float]] = {label: [] for label in children}
@@ -456,6 +465,12 @@ def main() -> None:
         "--subproc-kwargs", type=json.loads, default={}, help="JSON: SubprocVecEnv keyword arguments of every contender"
     )
     parser.add_argument(
+        "--trainer-us",
+        type=float,
+        default=0.0,
+        help="subproc cases: microseconds of CPU work in the calling process between two steps (a trainer's)",
+    )
+    parser.add_argument(
         "--candidate-kwargs",
         type=json.loads,
         default={},
@@ -482,7 +497,7 @@ def main() -> None:
     children: dict[str, Child] = {}
     results: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
-    for option in ("subproc_kwargs", "candidate_kwargs"):
+    for option in ("subproc_kwargs", "candidate_kwargs", "trainer_us"):
         if getattr(args, option):
             notes.append(f"--{option.replace('_', '-')} {json.dumps(getattr(args, option))}")
     with tempfile.TemporaryDirectory(prefix="vecenv-revision-ab-") as tmp:

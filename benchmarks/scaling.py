@@ -147,6 +147,19 @@ class Contender:
             self.caller[2] += after.steps - before.steps
 
 
+def interleave(built: Sequence[Contender], probe: CapacityProbe | None, rounds: int, seconds: float) -> None:
+    """Warm every contender up (first steps, page faults), then ``rounds`` rounds of one ``seconds`` chunk per
+    contender (and per ``probe``), the order rotated each round; the chunks' rates land in each ``rates``."""
+    for c in built:
+        rate(c.one, c.num_envs, min(0.1, seconds))
+        c.rates.clear()
+    rotation: list[Contender | CapacityProbe] = [*built, *([probe] if probe is not None else [])]
+    for r in range(rounds):
+        shift = r % len(rotation)
+        for c in rotation[shift:] + rotation[:shift]:
+            c.chunk(seconds)
+
+
 def batches_for(space: Any, n: int) -> list[np.ndarray]:
     """Seeded action batches ``(n, ...)``, cycled."""
     space.seed(0)
@@ -232,14 +245,7 @@ def run_case(
                 skipped[name] = why
                 continue
             built.append(build(name, workload, factory, workers, n, args))
-        for c in built:  # warm-up: first steps, page faults
-            rate(c.one, c.num_envs, min(0.1, args.seconds))
-            c.rates.clear()
-        rotation: list[Contender | CapacityProbe] = [*built, *([probe] if probe is not None else [])]
-        for r in range(args.rounds):
-            shift = r % len(rotation)
-            for c in rotation[shift:] + rotation[:shift]:
-                c.chunk(args.seconds)
+        interleave(built, probe, args.rounds, args.seconds)
     finally:
         for c in built:
             c.close()
@@ -329,6 +335,25 @@ def parse_envs_per_worker(text: str) -> dict[str, int]:
     return out
 
 
+def picked(text: str, allowed: Sequence[str], option: str) -> list[str]:
+    """The comma-separated names of ``text``; exits naming ``option`` if one is not in ``allowed``."""
+    names = [name for name in text.split(",") if name]
+    for name in names:
+        if name not in allowed:
+            raise SystemExit(
+                f"{option}: unknown {option.strip('-').rstrip('s')} {name!r} (expected among {', '.join(allowed)})"
+            )
+    return names
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options this script shares with ``goals.py``: capacity processes, start method, outputs."""
+    p.add_argument("--capacity-procs", type=int, default=cpus_usable() or os.cpu_count() or 1)
+    p.add_argument("--start-method", default="forkserver")
+    p.add_argument("--output", help="also write the report (Markdown) here")
+    p.add_argument("--json", help="also write every round's rates (JSON) here")
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -341,25 +366,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-workers-procs", type=int, default=16, help="skip SB3 / Gymnasium above this W")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seconds", type=float, default=0.3, help="duration of each contender's chunk in a round")
-    p.add_argument("--capacity-procs", type=int, default=cpus_usable() or os.cpu_count() or 1)
     p.add_argument("--capacity-rounds", type=int, default=6, help="0: skip the capacity measurement")
-    p.add_argument("--start-method", default="forkserver")
-    p.add_argument("--output", help="also write the report (Markdown) here")
-    p.add_argument("--json", help="also write every round's rates (JSON) here")
+    add_run_options(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report; return ``{"text", "records", "capacity", "machine"}``."""
     args = parser().parse_args(argv)
-    workloads = [w for w in args.workloads.split(",") if w]
-    for w in workloads:
-        if w not in WORKLOADS:
-            raise SystemExit(f"--workloads: unknown workload {w!r} (expected among {', '.join(WORKLOADS)})")
-    contenders = [c for c in args.contenders.split(",") if c]
-    for c in contenders:
-        if c not in CONTENDERS:
-            raise SystemExit(f"--contenders: unknown contender {c!r} (expected among {', '.join(CONTENDERS)})")
+    workloads = picked(args.workloads, list(WORKLOADS), "--workloads")
+    contenders = picked(args.contenders, CONTENDERS, "--contenders")
     modes = [m for m in args.wait_modes.split(",") if m]
     args.contenders = contenders + [f"vecenv-{m}" for m in modes if "vecenv" in contenders]
     worker_counts = [int(w) for w in args.workers.split(",") if w]

@@ -662,3 +662,53 @@ def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixtu
             assert row["x plain"] == "1.000" and row["caller us/step/W"] == "" and row["limit"] == "-"
         else:
             assert float(row["caller us/step/W"]) >= float(row["busy us/step/W"]) > 0
+
+
+def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/goals.py, tiny: one row per goal in the order asked; each measured ratio is the median of the
+    rounds' ratios, met exactly when it reaches the goal; a case whose package is missing says so."""
+    bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
+    sys.path.insert(0, bench_dir)  # the script imports its siblings scaling.py and paired.py
+    try:
+        spec = importlib.util.spec_from_file_location("goals_under_test", os.path.join(bench_dir, "goals.py"))
+        assert spec is not None and spec.loader is not None
+        goals = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = goals
+        spec.loader.exec_module(goals)
+    finally:
+        sys.path.remove(bench_dir)
+    cases = ["cartpole-64", "cpu-16", "pong-8", "dummy-16"]
+    argv = ["--cases", ",".join(cases), "--rounds", "2", "--seconds", "0.02", "--capacity-procs", "2"]
+    try:
+        result = goals.main(argv)
+    finally:
+        del sys.modules[spec.name]
+    printed = capsys.readouterr().out
+    assert result["text"] in printed
+    lines = [line for line in printed.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert header == goals.COLUMNS
+    rows = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True)) for line in lines[2:]]
+    assert [row["case"] for row in rows] == cases
+    assert [row["contender"] for row in rows] == ["SubprocVecEnv(env_fns)"] * 3 + ["DummyVecEnv"]
+    assert rows[0]["goal"] == ">= 1.5x plain loop"
+    assert rows[1]["goal"] == ">= 1.9x plain loop or >= 0.95x plain loop x capacity"
+    missing = {"pong-8": ("ale_py", "ale-py not installed"), "dummy-16": ("stable_baselines3", "SB3 not installed")}
+    for row, record in zip(rows, result["records"], strict=True):
+        package, why = missing.get(row["case"], ("", ""))
+        if package and importlib.util.find_spec(package) is None:
+            assert (row["result"], row["measured"], record["skipped"]) == (why, "-", why)
+            continue
+        rates = {name: np.array(values) for name, values in record["rates"].items()}
+        assert all(len(values) == 2 for values in rates.values())
+        numerator, denominator = ("dummy", "sb3-dummy") if row["case"].startswith("dummy") else ("vecenv", "plain")
+        ratio = float(np.median(rates[numerator] / rates[denominator]))
+        measured = row["measured"].split(" or ")
+        assert float(measured[0].split("x")[0]) == pytest.approx(ratio, abs=5e-3)
+        values = [ratio]
+        if row["case"] == "cpu-16":  # and over the capacity measured in the same rounds
+            values.append(float(np.median(rates["vecenv"] / rates["plain"] / rates["capacity"])))
+            assert float(measured[1].split("x")[0]) == pytest.approx(values[1], abs=5e-3)
+        targets = [float(goal.split("x")[0].removeprefix(">= ")) for goal in row["goal"].split(" or ")]
+        met = any(value >= target for value, target in zip(values, targets, strict=True))
+        assert row["result"] == ("met" if met else "missed")
