@@ -251,3 +251,33 @@ def test_the_migration_guide_lists_every_parameter_subprocvecenv_adds() -> None:
     (row,) = [row for row in _exported_names_table() if row[0] == "`SubprocVecEnv`"]
     missing = [name for name in extra if f"`{name}`" not in row[2]]
     assert not missing, f"the SubprocVecEnv row of docs/migrating-from-sb3.md lacks {missing}"
+
+
+# --- the figures of the landing page and of the README are those of the snapshot they show ----------------
+
+THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d,])")
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+@pytest.mark.parametrize(("page", "heading"), [("docs/index.md", "## How fast"), ("README.md", "## Performance")])
+def test_the_performance_summary_quotes_the_snapshot_it_shows(page: str, heading: str) -> None:
+    """The chart of the summary is a committed snapshot of ``vecenv bench``, and every rate, memory size or
+    other figure with a thousands separator that the summary quotes is in that run's tables."""
+    from vecenv.bench.workloads import WORKLOADS
+
+    section = _section((ROOT / page).read_text(encoding="utf-8"), heading)
+    charts = re.findall(r"!\[[^\]]*\]\((?:\.\./)?(benchmarks/snapshots/([0-9-]{10})-speedup\.png)\)", section)
+    assert len(charts) == 1, f"{page}: the {heading!r} section shows no (or several) speed-up chart(s)"
+    chart, date = charts[0]
+    assert (ROOT / chart).is_file(), f"{page} shows {chart}, which does not exist"
+    tables = [ROOT / "benchmarks" / "snapshots" / f"{date}-{workload}.md" for workload in WORKLOADS]
+    assert all(table.is_file() for table in tables), f"the run of {date} lacks a table per workload"
+    measured = {number for table in tables for number in THOUSANDS.findall(table.read_text(encoding="utf-8"))}
+    quoted = THOUSANDS.findall(section)
+    assert quoted, f"{page}: the {heading!r} section quotes no figure"
+    assert [n for n in quoted if n not in measured] == [], f"{page} quotes figures that the {date} run lacks"
