@@ -309,6 +309,7 @@ class AgentVecEnv(VecEnv):
         self.num_agents = len(self.possible_agents)
         #: number of PettingZoo env copies
         self.n_envs = venv.num_envs
+        self._env_ids = np.arange(self.n_envs)  # every env, in order: a full batch's env ids
         obs_space, action_space = (
             venv.get_attr("agent_observation_space", [0])[0],
             venv.get_attr("agent_action_space", [0])[0],
@@ -436,7 +437,7 @@ class AgentVecEnv(VecEnv):
         """
         batch = _stacked(self.venv.reset())
         self._resetting = set()
-        self.reset_infos = self._reset_rows(batch["alive"], self.venv.reset_infos, np.arange(self.n_envs))
+        self.reset_infos = self._reset_rows(batch["alive"], self.venv.reset_infos, self._env_ids)
         self.row_active = np.zeros(self.num_envs, dtype=bool)
         return _rows_of(batch["obs"])
 
@@ -451,13 +452,15 @@ class AgentVecEnv(VecEnv):
         """Collect the step: ``(obs, rewards, dones, infos)`` by row (see the class docstring)."""
         inner_obs, _, env_dones, env_infos = self.venv.step_wait()
         batch = _stacked(inner_obs)
-        obs, rewards, dones, infos, self.row_active = self._rows(batch, env_dones, env_infos, np.arange(self.n_envs))
-        self._update_reset_infos(np.flatnonzero(env_dones), np.arange(self.n_envs), batch["alive"])
+        obs, rewards, dones, infos, self.row_active = self._rows(batch, env_dones, env_infos, self._env_ids)
+        self._update_reset_infos(np.flatnonzero(env_dones), self._env_ids, batch["alive"])
         return obs, rewards, dones, infos
 
     def _update_reset_infos(self, positions: np.ndarray, env_ids: np.ndarray, alive: np.ndarray) -> None:
         """The rows' reset infos of the envs at ``positions`` of a batch of envs ``env_ids`` (``alive``: the
         batch's flags), after their reset."""
+        if not positions.size:
+            return
         inner, agents = self.venv.reset_infos, self.num_agents
         envs = env_ids[positions]
         rows = self._reset_rows(alive[positions], [inner[e] for e in envs.tolist()], envs)
