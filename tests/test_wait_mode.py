@@ -1,4 +1,5 @@
-"""SubprocVecEnv's ``wait_mode``: spinning on shared-memory counters before blocking, and only when cores allow.
+"""SubprocVecEnv's ``wait_mode``: spinning on shared-memory counters before blocking, only in processes that have
+a core of their own, and in the workers only while the calling process does not work between steps.
 
 Every check goes through the accounts (``step_stats()``: the mode in use, spin counts), never through timing.
 ``vecenv.workers.spin.usable_cores`` is patched so the "auto" rule is tested on the same layouts whatever the
@@ -13,6 +14,7 @@ import dataclasses
 import functools
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,7 +27,7 @@ from tests.envs_failure import SLOW, STEP, TERMINATE, expected_obs, make
 from vecenv.errors import WorkerDiedError
 from vecenv.stats import StepStats, WorkerStats
 from vecenv.workers import spin
-from vecenv.workers.spin import Spinner, spin_allowed
+from vecenv.workers.spin import SPIN_PAUSED, BetweenSteps, Spinner, who_spins
 
 
 def script_fns(n: int, **kwargs: Any) -> list[Callable[[], gym.Env]]:
@@ -60,13 +62,49 @@ def _after(seconds: float, fn: Callable[..., Any], *args: Any) -> threading.Time
 # --- the rule and the arguments ------------------------------------------------------------------------------
 
 
-def test_spin_allowed_counts_the_calling_process_and_every_worker() -> None:
-    assert spin_allowed("auto", n_workers=1, cores=2)  # 2 parties, 2 cores
-    assert not spin_allowed("auto", n_workers=2, cores=2)  # 3 parties: block
-    assert spin_allowed("auto", n_workers=3, cores=4)
-    assert not spin_allowed("auto", n_workers=4, cores=4)
-    assert spin_allowed("spin", n_workers=8, cores=1)
-    assert not spin_allowed("block", n_workers=1, cores=64)
+def test_who_spins_gives_each_spinning_process_a_core() -> None:
+    # (calling process, workers)
+    assert who_spins("auto", n_workers=1, cores=2) == (True, True)  # 2 processes, 2 cores
+    assert who_spins("auto", n_workers=2, cores=2) == (False, True)  # 3 processes: the workers alone fit
+    assert who_spins("auto", n_workers=3, cores=2) == (False, False)  # not even the workers fit: block
+    assert who_spins("auto", n_workers=3, cores=4) == (True, True)
+    assert who_spins("auto", n_workers=4, cores=4) == (False, True)
+    assert who_spins("auto", n_workers=16, cores=16) == (False, True)
+    assert who_spins("auto", n_workers=1, cores=1) == (False, False)  # one core: a spinner delays the other
+    assert who_spins("spin", n_workers=8, cores=1) == (True, True)
+    assert who_spins("block", n_workers=1, cores=64) == (False, False)
+
+
+def test_between_steps_pauses_the_workers_for_a_trainers_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured intervals after steps decide, every SAMPLES_PER_DECISION of them, the workers' SPIN_PAUSED
+    signal: paused while the intervals average over 50 us or keep over 1.5 cores busy."""
+    cpu = [0.0]
+    monkeypatch.setattr(spin, "process_time", lambda: cpu[0])
+    rows = [np.zeros(8, dtype=np.int64), np.zeros(8, dtype=np.int64)]
+    between = BetweenSteps(rows)
+
+    def steps(n: int, outside: float, cores: float) -> None:
+        for _ in range(n):
+            between.left()
+            if between.mark >= 0.0:  # (StepClock calls entered() only for a measured interval)
+                cpu[0] += outside * cores
+                between.entered(outside)
+
+    intervals = spin.SAMPLE_EVERY * spin.SAMPLES_PER_DECISION  # steps per decision
+    steps(intervals - 1, 10e-6, 1.0)
+    assert between.cores is None and [row[SPIN_PAUSED] for row in rows] == [0, 0]  # no decision yet
+    steps(1, 10e-6, 1.0)  # a step loop: 10 us, one core
+    assert between.cores == pytest.approx(1.0) and between.between == pytest.approx(10e-6)
+    assert not between.paused and [row[SPIN_PAUSED] for row in rows] == [0, 0]
+    steps(intervals, 300e-6, 1.0)  # a single-threaded policy's forward pass
+    assert between.paused and [row[SPIN_PAUSED] for row in rows] == [1, 1]
+    steps(intervals, 10e-6, 1.0)
+    assert not between.paused and [row[SPIN_PAUSED] for row in rows] == [0, 0]
+    steps(intervals, 20e-6, 2.0)  # short, but every core busy (a math library's threads)
+    assert between.cores == pytest.approx(2.0) and between.paused
+    rows[1][SPIN_PAUSED] = 0  # a restarted worker's row starts from 0: the next decision writes it again
+    steps(intervals, 20e-6, 2.0)
+    assert [row[SPIN_PAUSED] for row in rows] == [1, 1]
 
 
 def test_spin_budget_follows_the_waits_seen() -> None:
@@ -127,12 +165,56 @@ def _assert_spins(stats: StepStats, workers: list[WorkerStats]) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_auto_blocks_when_the_parties_outnumber_the_cores(two_cores: None, built: list[Any]) -> None:
-    # 2 workers + this process on 2 cores: nobody spins
-    venv = vecenv.SubprocVecEnv(script_fns(4), n_workers=2)
+def test_auto_blocks_when_the_workers_outnumber_the_cores(two_cores: None, built: list[Any]) -> None:
+    # 3 workers on 2 cores: nobody spins
+    venv = vecenv.SubprocVecEnv(script_fns(6), n_workers=3)
     built.append(venv)
     assert venv.wait_mode == "auto"
     _assert_blocks(_run(venv))
+
+
+@pytest.mark.timeout(60)
+def test_auto_spins_in_the_workers_alone_when_only_they_fit_the_cores(two_cores: None, built: list[Any]) -> None:
+    # 2 workers + this process on 2 cores: the workers spin for requests, this process blocks for replies
+    venv = vecenv.SubprocVecEnv(script_fns(4), n_workers=2)
+    built.append(venv)
+    stats = _run(venv)
+    assert (stats.wait_mode, stats.spin_waits, stats.spin_seconds) == ("block", 0, 0.0)
+    assert [worker.wait_mode for worker in stats.workers] == ["spin", "spin"]
+    assert stats.spinning() is not None and stats.spinning().startswith("calling process blocks; workers ")
+
+
+@pytest.mark.timeout(60)
+def test_workers_stop_spinning_while_the_caller_works_between_steps(two_cores: None, built: list[Any]) -> None:
+    """A trainer's work between steps (here 1 ms asleep) pauses the workers' spinning: from the decision on,
+    they wait for every request in the kernel (no spin counted), and the profile says so."""
+    venv = vecenv.SubprocVecEnv(script_fns(4), n_workers=2)
+    built.append(venv)
+    venv.reset()
+    decision = spin.SAMPLE_EVERY * (spin.SAMPLES_PER_DECISION + 1)  # (an interval ends at the next call)
+    for _ in range(decision):
+        venv.step(actions(*[STEP] * 4))
+        time.sleep(1e-3)
+    before = venv.step_stats(reset=True)
+    assert before.workers_spin_paused
+    for _ in range(10):
+        venv.step(actions(*[STEP] * 4))
+        time.sleep(1e-3)
+    stats = venv.step_stats()
+    assert stats.workers_spin_paused
+    assert [(worker.wait_mode, worker.spin_waits, worker.spin_seconds) for worker in stats.workers] == [
+        ("spin", 0, 0.0),
+        ("spin", 0, 0.0),
+    ]
+    assert "the workers now block: this process works between steps" in (stats.spinning() or "")
+    # forced spin is never paused
+    forced = vecenv.SubprocVecEnv(script_fns(4), n_workers=2, wait_mode="spin")
+    built.append(forced)
+    forced.reset()
+    for _ in range(decision + 10):
+        forced.step(actions(*[STEP] * 4))
+        time.sleep(1e-3)
+    assert not forced.step_stats().workers_spin_paused
 
 
 @pytest.mark.timeout(60)

@@ -203,8 +203,8 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("auto", "spin", "block"),
         default=None,
         help="how the calling process and the subproc backend's workers wait for each other (SubprocVecEnv("
-        "wait_mode=...)): spin on shared memory before blocking, block at once, or auto: spin only when the "
-        "workers and this process fit the cores (default: auto)",
+        "wait_mode=...)): spin on shared memory before blocking, block at once, or auto: spin only in "
+        "processes that have a core of their own (default: auto)",
     )
 
 

@@ -123,6 +123,9 @@ class StepStats:
     :param spin_seconds: the part of ``wait_seconds`` spent spinning.
     :param spin_waits: waits for replies that spun.
     :param spin_hits: those whose reply came while spinning (the others went on to block).
+    :param workers_spin_paused: the workers' spinning for requests is paused at the end of these accounts: with
+        ``wait_mode="auto"``, the calling process spent more than 50 us, or kept more than 1.5 cores busy, between
+        steps (a trainer's work, which needs the cores; :class:`vecenv.workers.spin.BetweenSteps`), so they block.
     """
 
     wall_seconds: float
@@ -140,6 +143,7 @@ class StepStats:
     spin_seconds: float = 0.0
     spin_waits: int = 0
     spin_hits: int = 0
+    workers_spin_paused: bool = False
 
     @property
     def num_envs(self) -> int:
@@ -222,6 +226,8 @@ class StepStats:
             hits, waits = sum(worker.spin_hits for worker in spinners), sum(worker.spin_waits for worker in spinners)
             per_step = seconds * 1e6 / env_steps if env_steps else 0.0
             parts.append(f"workers {per_step:.2f} us/env-step ({_share(seconds, wall)}), {_caught(hits, waits)}")
+            if self.workers_spin_paused:
+                parts.append("the workers now block: this process works between steps (a trainer needs the cores)")
         else:
             parts.append("workers block")
         return "; ".join(parts)
@@ -334,12 +340,15 @@ class StepClock:
     """The calling process's side of :class:`StepStats`: running totals in seconds, updated by the vector env
     at the entry and exit of ``step_async`` / ``step_wait`` / ``reset`` (:func:`time.perf_counter`)."""
 
-    __slots__ = ("collect", "last_exit", "outside", "reset", "send", "spinner", "start", "steps", "wait")
+    __slots__ = ("between", "collect", "last_exit", "outside", "reset", "send", "spinner", "start", "steps", "wait")
 
     def __init__(self) -> None:
         #: how the calling process waits for replies, if it spins (a :class:`vecenv.workers.spin.Spinner`, whose
         #: accounts restart with these); None: it blocks
         self.spinner: Any = None
+        #: the calling process's busy cores between steps, where they decide whether the workers spin (a
+        #: :class:`vecenv.workers.spin.BetweenSteps`; None: not measured)
+        self.between: Any = None
         self.restart()
 
     def restart(self) -> None:
@@ -357,6 +366,9 @@ class StepClock:
         if self.start is None:
             self.start = self.last_exit = now
         self.outside += now - self.last_exit
+        between = self.between
+        if between is not None and between.mark >= 0.0:
+            between.entered(now - self.last_exit)
         return now
 
     def elapsed(self) -> float:
@@ -397,5 +409,6 @@ class StepClock:
             env_steps=sum(worker.env_steps for worker in workers),
             episodes=sum(worker.episodes for worker in workers),
             workers=workers,
+            workers_spin_paused=self.between is not None and self.between.paused,
             **spin,
         )

@@ -30,7 +30,7 @@ from vecenv.spaces import (
 )
 from vecenv.worker_vec_env import WorkerVecEnv
 from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers, split_groups
-from vecenv.workers.spin import SPIN_LIMIT, Spinner, checked_wait_mode, spin_allowed
+from vecenv.workers.spin import SPIN_LIMIT, BetweenSteps, Spinner, checked_wait_mode, who_spins
 from vecenv.workers.subproc import SharedFd
 
 __all__ = ["SubprocVecEnv", "default_n_workers", "split_groups"]
@@ -97,10 +97,12 @@ class SubprocVecEnv(WorkerVecEnv):
         in the kernel (``poll(2)`` / ``read(2)``), which costs a wake-up (tens of microseconds on a VM) per
         message. ``"spin"``: first spin (up to 1 ms, yielding the core to any process that needs it) on a
         counter the other side bumps in shared memory, then block as above: this process for every step's
-        replies, each worker for every request. ``"auto"`` (default): spin only if this process and the
-        workers together (``n_workers + 1``) fit the cores this process may run on
-        (:func:`os.sched_getaffinity`), each spin about 1.5 times as long as the waits it has been seeing, and
-        none while those waits are longer than 1 ms; else block. Dead workers, timeouts, restarts and Ctrl-C are
+        replies, each worker for every request. ``"auto"`` (default): only processes that have a core of their
+        own among those this process may run on (:func:`os.sched_getaffinity`) spin: this process and the
+        workers if ``n_workers + 1`` fit the cores, the workers alone (this process blocks) if ``n_workers``
+        do, else nobody; each spin lasts about 1.5 times the waits it has been seeing, none while those are
+        longer than 1 ms, and the workers block instead while this process spends over 50 us or over 1.5 busy
+        cores between steps (a trainer's work, which needs the cores). Dead workers, timeouts, restarts and Ctrl-C are
         handled the same in every mode. Spinning needs ``shared_memory=True`` (without it every mode blocks).
         ``step_stats()`` says which mode is in use and the time spent spinning; measurements in
         docs/performance.md.
@@ -152,16 +154,17 @@ class SubprocVecEnv(WorkerVecEnv):
         self.parent_envs = parent_envs
         #: the ``wait_mode`` asked for (``step_stats().wait_mode`` says whether this process spins)
         self.wait_mode = wait_mode
-        spinner = None
-        if shared_memory and spin_allowed(wait_mode, n_workers):
-            spinner = Spinner(SPIN_LIMIT, adaptive=wait_mode == "auto")
+        parent_spins, workers_spin = who_spins(wait_mode, n_workers) if shared_memory else (False, False)
+        adaptive = wait_mode == "auto"
+        spinner = Spinner(SPIN_LIMIT, adaptive) if parent_spins else None
+        worker_spin = (SPIN_LIMIT, adaptive) if workers_spin else None
         workers: list[Worker] = []
         buffers = None
         action_buffer = None
         try:
             subprocs = _start_subprocs(ctx, env_fns, parent_envs, n_workers, mode, step_timeout, reset_timeout, workers)
             for subproc in subprocs:
-                subproc.use_spinner(spinner)
+                subproc.use_spinner(spinner, worker_spin)
             observation_space, action_space = _spaces_of(env_fns, parent_envs, mode, workers, subprocs)
             if shared_memory:
                 buffers, action_buffer = _share_memory(
@@ -175,6 +178,8 @@ class SubprocVecEnv(WorkerVecEnv):
         self._clock.spinner = spinner
         if spinner is not None:
             spinner.restart_accounts()
+        if worker_spin is not None and adaptive and buffers is not None:
+            self._clock.between = BetweenSteps([subproc.signals for subproc in subprocs])
         self.shared_memory = shared_memory
         if batch_size is not None:
             self.batch_size = int(batch_size)

@@ -105,6 +105,8 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             result = self._collect_steps()
         finally:
             clock.collect += clock.leave(started) - (clock.wait - waited)
+            if clock.between is not None:
+                clock.between.left()
         clock.steps += 1
         return result
 

@@ -161,9 +161,12 @@ class PartialBatches(Recovery):
             rewards are 0 and dones False), ``env_ids`` an int64 array. Same autoreset rules as :meth:`step`.
         :raises NoAsyncCallError: if nothing was sent.
         """
-        with self._clock.timing("collect"):
+        clock = self._clock
+        with clock.timing("collect"):
             result = self._recv_batch()
-        self._clock.steps += 1
+        if clock.between is not None:
+            clock.between.left()
+        clock.steps += 1
         return result
 
     def _recv_batch(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:

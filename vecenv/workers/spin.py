@@ -10,19 +10,34 @@ has not moved when the spin budget runs out, it blocks in the kernel exactly as 
 timeouts and all).
 
 Spinning only pays while every spinning process has a core of its own: a process that spins on a core the
-other side needs delays the very message it waits for. So :func:`spin_allowed` lets the ``"auto"`` mode spin
-only when the calling process and its worker processes together fit the cores this process may run on, and the
-:class:`Spinner` sizes each spin from the waits it has seen (spinning stops while waits are much longer than
-:data:`SPIN_LIMIT`, where the wake-up is a small part of the wait).
+other side needs delays the very message it waits for. So :func:`who_spins` lets the ``"auto"`` mode spin only
+where the spinning processes fit the cores this process may run on: every process when the calling process and
+its workers together fit them, else the workers alone (the calling process blocks) when they fit them, else
+nobody. Each :class:`Spinner` sizes its spins from the waits it has seen (spinning stops while waits are much
+longer than :data:`SPIN_LIMIT`, where the wake-up is a small part of the wait). And while the calling process
+keeps more than one core busy between two steps (a trainer whose math library runs a thread per core, as
+PyTorch does on CPU), :class:`BetweenSteps` pauses the workers' spinning for requests: those cores are then
+the trainer's.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from time import perf_counter
+from time import perf_counter, process_time
+from typing import Any
 
-__all__ = ["REPLIES", "REQUESTS", "SPIN_LIMIT", "WAIT_MODES", "Spinner", "checked_wait_mode", "spin_allowed"]
+__all__ = [
+    "REPLIES",
+    "REQUESTS",
+    "SPIN_LIMIT",
+    "SPIN_PAUSED",
+    "WAIT_MODES",
+    "BetweenSteps",
+    "Spinner",
+    "checked_wait_mode",
+    "who_spins",
+]
 
 #: the ways a vector env may wait for its worker processes (SubprocVecEnv's ``wait_mode``)
 WAIT_MODES = ("auto", "spin", "block")
@@ -32,6 +47,16 @@ SPIN_LIMIT = 1e-3
 #: the positions, in a worker's row of :attr:`~vecenv.shared_memory.SharedBatch.signals`, of the number of
 #: requests the calling process has written to the pipe and of the replies the worker has written
 REQUESTS, REPLIES = 0, 1
+#: the position, in a worker's row of signals, of the calling process's request to block instead of spinning
+#: for requests (non-zero: paused; see :class:`BetweenSteps`)
+SPIN_PAUSED = 2
+#: :class:`BetweenSteps`: the busy cores and the mean time (seconds) between steps above which the workers
+#: stop spinning for requests, how often an interval between steps is measured (every this many steps) and
+#: how many measured intervals make one decision
+MAX_CORES_BETWEEN_STEPS = 1.5
+MAX_TIME_BETWEEN_STEPS = 50e-6
+SAMPLE_EVERY = 4
+SAMPLES_PER_DECISION = 8
 # the share of the newest wait in the running estimate of the wait, and the spin budget over that estimate
 _NEW_WAIT_WEIGHT = 0.125
 _BUDGET_OVER_ESTIMATE = 1.5
@@ -53,15 +78,21 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def spin_allowed(wait_mode: str, n_workers: int, cores: int | None = None) -> bool:
-    """Whether the calling process and ``n_workers`` worker processes spin while they wait for each other.
+def who_spins(wait_mode: str, n_workers: int, cores: int | None = None) -> tuple[bool, bool]:
+    """Whether the calling process spins for replies, and whether ``n_workers`` worker processes spin for
+    requests: ``(parent, workers)``.
 
-    ``"spin"``: always; ``"block"``: never; ``"auto"``: only if every party that may spin at once (the calling
-    process and each worker process) has a core of its own among ``cores`` (default: :func:`usable_cores`).
+    ``"spin"``: both; ``"block"``: neither; ``"auto"``: each spinning process must have a core of its own among
+    ``cores`` (default: :func:`usable_cores`): both if the calling process and the workers together fit the
+    cores, else the workers alone if they fit them and there are at least 2 cores (on one core a spinning worker
+    would only delay the calling process), else neither.
     """
     if wait_mode != "auto":
-        return wait_mode == "spin"
-    return n_workers + 1 <= (usable_cores() if cores is None else cores)
+        return (True, True) if wait_mode == "spin" else (False, False)
+    cores = usable_cores() if cores is None else cores
+    if n_workers + 1 <= cores:
+        return True, True
+    return False, 2 <= n_workers <= cores
 
 
 class Spinner:
@@ -149,3 +180,64 @@ class Spinner:
             "spin_waits": self.waits,
             "spin_hits": self.hits,
         }
+
+
+class BetweenSteps:
+    """What the calling process does between two steps, and the workers' spinning for requests paused while
+    it is a trainer's work.
+
+    A worker that spins for its next request takes a core for as long as the calling process stays away. That
+    pays while the calling process only loops over steps (collecting with random or scripted actions), whose
+    time between steps is a few microseconds; a trainer's work there (a policy's forward pass, an update) needs
+    the cores, and SB3's PPO lost 4% of its throughput to workers spinning through it on 2 cores. Every
+    :data:`SAMPLE_EVERY`-th interval after a step (from the end of ``step_wait`` or ``recv`` to the start of
+    the next vector-env call, as :class:`vecenv.stats.StepClock` sees it) is measured in wall time and in
+    process CPU time (:func:`time.process_time`, all threads); every :data:`SAMPLES_PER_DECISION` measured
+    intervals, the workers' :data:`SPIN_PAUSED` signals are set: paused while the intervals average over
+    :data:`MAX_TIME_BETWEEN_STEPS` or keep over :data:`MAX_CORES_BETWEEN_STEPS` cores busy.
+
+    :param rows: each spinning worker's row of :attr:`vecenv.shared_memory.SharedBatch.signals`.
+    """
+
+    __slots__ = ("between", "cores", "countdown", "cpu", "mark", "paused", "rows", "samples", "wall")
+
+    def __init__(self, rows: Sequence[Any]) -> None:
+        self.rows = list(rows)
+        #: at the last decision (None before the first): the busy cores and the mean seconds between steps; and
+        #: whether the workers' spinning is paused
+        self.cores: float | None = None
+        self.between: float | None = None
+        self.paused = False
+        self.countdown = SAMPLE_EVERY
+        self.mark = -1.0  # process time at the start of the interval being measured (-1: none)
+        self.cpu = self.wall = 0.0
+        self.samples = 0
+
+    def left(self) -> None:
+        """A step's results go back to the caller: measure the interval that starts now if it is due."""
+        self.countdown -= 1
+        if self.countdown <= 0:
+            self.countdown = SAMPLE_EVERY
+            self.mark = process_time()
+
+    def entered(self, outside: float) -> None:
+        """A vector-env call starts, ``outside`` seconds after the last one ended (only called while an
+        interval is measured: :attr:`mark` >= 0)."""
+        self.cpu += process_time() - self.mark
+        self.wall += outside
+        self.mark = -1.0
+        self.samples += 1
+        if self.samples >= SAMPLES_PER_DECISION:
+            self.decide()
+
+    def decide(self) -> None:
+        """Set the workers' :data:`SPIN_PAUSED` signals from the intervals measured since the last decision."""
+        if self.wall > 0.0:
+            self.cores = self.cpu / self.wall
+            self.between = self.wall / self.samples
+            self.paused = self.cores > MAX_CORES_BETWEEN_STEPS or self.between > MAX_TIME_BETWEEN_STEPS
+        self.cpu = self.wall = 0.0
+        self.samples = 0
+        flag = int(self.paused)
+        for row in self.rows:  # every time: a restarted worker's row starts from 0 again
+            row[SPIN_PAUSED] = flag

@@ -58,7 +58,7 @@ from vecenv.workers.messages import (
     build_group,
     label,
 )
-from vecenv.workers.spin import REPLIES, REQUESTS, Spinner
+from vecenv.workers.spin import REPLIES, REQUESTS, SPIN_PAUSED, Spinner
 
 # multiprocessing.Connection's framing (so its recv_bytes / send_bytes interoperate): a 4-byte big-endian
 # length, or -1 and an 8-byte length for messages over 2 GiB, then the bytes
@@ -241,10 +241,13 @@ class _WorkerLoop(GroupServer):
 
     def _read_request(self, spinner: Spinner, fd_in: int) -> bytes:
         """The next request: spin until the parent's counter says it is in the pipe (or the spin budget ran out),
-        then read it."""
+        unless the calling process has paused the spinning (:class:`~vecenv.workers.spin.BetweenSteps`), then
+        read it."""
         started = perf_counter()
         self._requests_read += 1
-        spinner.spin(self._signals, REQUESTS, self._requests_read, spinner.budget())
+        signals = self._signals
+        if not signals[SPIN_PAUSED]:  # (else the calling process's work between steps needs the cores)
+            spinner.spin(signals, REQUESTS, self._requests_read, spinner.budget())
         message = read_message(fd_in)
         spinner.observe(perf_counter() - started)
         if self.accounts_start is None:  # the accounts start with this request: the wait for it is not in them
@@ -367,8 +370,10 @@ class SubprocWorker(MessageWorker):
         self._env_fns = CloudpickleWrapper(list(env_fns))
         #: kept for :meth:`restart`: the shared block (fd stays open until shutdown) and its arguments
         self._shared: tuple[SharedBatch, SharedFd, bool] | None = None
-        #: how this side waits for STEP replies (None: it blocks; see :meth:`use_spinner`)
+        #: how this side waits for STEP replies (None: it blocks; see :meth:`use_spinner`), and how the worker
+        #: process waits for requests (``(limit, adaptive)`` of its Spinner; None: it blocks)
         self._spinner: Spinner | None = None
+        self._worker_spin: tuple[float, bool] | None = None
         #: while spinning: this worker's row of the shared signals, and the requests written since SETUP
         self._signals: Any = None
         self._requests = 0
@@ -423,22 +428,28 @@ class SubprocWorker(MessageWorker):
         spaces: tuple[gym.Space, gym.Space] = self._reply(raw)
         return spaces
 
-    def use_spinner(self, spinner: Spinner | None) -> None:
-        """Spin as ``spinner`` says (shared by the vector env's workers) while waiting for STEP replies, and have
-        the worker process spin the same way for its requests, from :meth:`setup_shared` on; None, or a spinner
-        whose limit is 0: both sides block."""
+    def use_spinner(self, spinner: Spinner | None, worker_spin: tuple[float, bool] | None) -> None:
+        """From :meth:`setup_shared` on: spin as ``spinner`` says (shared by the vector env's workers) while
+        waiting for STEP replies (None: block), and have the worker process wait for its requests as a
+        ``Spinner(*worker_spin)`` (None: block)."""
         self._spinner = None if spinner is None or spinner.limit <= 0 else spinner
+        self._worker_spin = None if worker_spin is None or worker_spin[0] <= 0 else worker_spin
+
+    @property
+    def signals(self) -> Any:
+        """This worker's row of the shared signals (:mod:`vecenv.workers.spin`), once :meth:`setup_shared` has
+        mapped it for a spinning side; else None."""
+        return self._signals
 
     def setup_shared(self, shared: SharedBatch, fd: SharedFd, obs_in_shm: bool) -> None:
         """Send the shared batch's fd; from now on the worker writes its rows of ``shared`` in place."""
         self._shared = (shared, fd, obs_in_shm)
         start, stop = self.env_indices[0], self.env_indices[-1] + 1
-        spinner, spin = self._spinner, None
-        if spinner is not None:
+        spin = self._worker_spin
+        if spin is not None or self._spinner is not None:
             row = shared.signals[start]
             row[:] = 0  # a restarted worker counts from zero again (its predecessor is dead)
             self._signals, self._requests = memoryview(row), 0
-            spin = (spinner.limit, spinner.adaptive)
         arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str, spin)
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
         try:
