@@ -251,6 +251,7 @@ class EngineCore(VecEnv):
             self._obs_buffer = None
             self._action_buffer = None
             self._rewards = self._dones = self._terminations = self._truncations = np.zeros((0,))
+            self._clock.between = None  # (it holds the workers' rows of the shared signals)
 
     # --- seeds and options staged for the envs' next resets ------------------------------------------------
 
