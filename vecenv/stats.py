@@ -346,7 +346,7 @@ class StepClock:
         #: how the calling process waits for replies, if it spins (a :class:`vecenv.workers.spin.Spinner`, whose
         #: accounts restart with these); None: it blocks
         self.spinner: Any = None
-        #: the calling process's busy cores between steps, where they decide whether the workers spin (a
+        #: what the calling process does between steps, where it decides whether the workers spin (a
         #: :class:`vecenv.workers.spin.BetweenSteps`; None: not measured)
         self.between: Any = None
         self.restart()

@@ -15,9 +15,8 @@ where the spinning processes fit the cores this process may run on: every proces
 its workers together fit them, else the workers alone (the calling process blocks) when they fit them, else
 nobody. Each :class:`Spinner` sizes its spins from the waits it has seen (spinning stops while waits are much
 longer than :data:`SPIN_LIMIT`, where the wake-up is a small part of the wait). And while the calling process
-keeps more than one core busy between two steps (a trainer whose math library runs a thread per core, as
-PyTorch does on CPU), :class:`BetweenSteps` pauses the workers' spinning for requests: those cores are then
-the trainer's.
+works between two steps (over 50 us on average, or over 1.5 busy cores: a trainer's forward pass or update),
+:class:`BetweenSteps` pauses the workers' spinning for requests: the cores are then the trainer's.
 """
 
 from __future__ import annotations
