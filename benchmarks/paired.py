@@ -16,12 +16,13 @@ from vecenv.bench.tables import render_markdown
 
 
 def rate(step: Callable[[], object], n: int, seconds: float) -> float:
-    """env-steps/s of ``step()`` (which steps ``n`` envs) over about ``seconds``."""
+    """env-steps/s of ``step()`` (which steps ``n`` envs) over about ``seconds``, at least one call (so the rate is
+    > 0 however late a busy machine lets this process run)."""
     start, steps = time.perf_counter(), 0
-    while time.perf_counter() - start < seconds:
+    while steps == 0 or time.perf_counter() - start < seconds:
         step()
         steps += n
-    return steps / (time.perf_counter() - start)
+    return steps / max(time.perf_counter() - start, 1e-9)
 
 
 def write_results(result: dict[str, Any], output: str | None, json_path: str | None) -> None:

@@ -65,6 +65,7 @@ class Case:
 
 
 CASES = {
+    "dummy-cartpole-2": Case("dummy", "cartpole", 2),  # a fixed cost per step call shows most here
     "dummy-cartpole-16": Case("dummy", "cartpole", 16),
     "dummy-cartpole-64": Case("dummy", "cartpole", 64),
     "subproc-cartpole-64": Case("subproc", "cartpole", 64),

@@ -68,23 +68,26 @@ COLUMNS = [
 ACTION_BATCHES = 16
 
 
-def burn_until(iterations: int, start: float, seconds: float) -> int:
-    """Wait for wall time ``start``, then call ``burn(iterations)`` until ``start + seconds``; return the calls."""
+def burn_until(iterations: int, start: float, seconds: float) -> float:
+    """Wait for wall time ``start``, then call ``burn(iterations)`` until ``start + seconds``, at least once (a
+    process that a busy machine schedules after the window still measures one call); return the calls per second
+    of this process's own calls (always > 0)."""
     while time.time() < start:
         pass
-    calls = 0
-    while time.time() < start + seconds:
+    began, calls = time.perf_counter(), 0
+    while calls == 0 or time.time() < start + seconds:
         burn(iterations)
         calls += 1
-    return calls
+    return calls / max(time.perf_counter() - began, 1e-9)
 
 
 def capacity_round(pool: ProcessPoolExecutor, procs: int, iterations: int, seconds: float, flip: bool) -> float:
-    """One round of the machine's capacity: burns/s of ``procs`` processes at once over 1 process."""
+    """One round of the machine's capacity: burns/s of ``procs`` processes at once over 1 process (each side the
+    sum of its processes' own rates, each > 0, so the ratio is always defined)."""
     rates = {}
     for n in (procs, 1) if flip else (1, procs):
         start = time.time() + 0.05
-        rates[n] = sum(pool.map(burn_until, [iterations] * n, [start] * n, [seconds] * n)) / seconds
+        rates[n] = sum(pool.map(burn_until, [iterations] * n, [start] * n, [seconds] * n))
     return rates[procs] / rates[1]
 
 

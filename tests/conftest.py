@@ -33,9 +33,35 @@ RAY_TEST_OPTIONS = {"n_workers": 2, "actor_options": {"num_cpus": 0}}
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Let forkserver workers start from a server that has already imported gymnasium and the test envs (speed)."""
+    """Let forkserver workers start from a server that has already imported gymnasium and the test envs (speed);
+    register the ``ray`` marker."""
     if "forkserver" in START_METHODS:
         mp.set_forkserver_preload(["tests.envs"])
+    config.addinivalue_line("markers", "ray: the test uses Ray (its timeout uses pytest-timeout's thread method)")
+
+
+def uses_ray(item: pytest.Item) -> bool:
+    """Whether a test uses Ray: marked ``ray``, using the ``ray_session`` fixture, or parametrized with ``"ray"``
+    (a backend, layout, ... parameter)."""
+    if item.get_closest_marker("ray") is not None or "ray_session" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(isinstance(v, str) and v == "ray" for v in callspec.params.values())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that use Ray time out with pytest-timeout's ``thread`` method (same timeout).
+
+    Ray waits inside its C++ code, where the default ``signal`` method's exception never arrives (nor Ctrl-C):
+    a test stuck there would hang the run. The ``thread`` method dumps every thread's stack and ends the run
+    (``os._exit``) instead; the other tests keep the ``signal`` method, which fails only the test.
+    """
+    for item in items:
+        if uses_ray(item):
+            marker = item.get_closest_marker("timeout")
+            args = marker.args if marker is not None else ()
+            kwargs = {**(marker.kwargs if marker is not None else {}), "method": "thread"}
+            item.add_marker(pytest.mark.timeout(*args, **kwargs), append=False)
 
 
 def build_venv(backend: str, env_fns: list[Callable]) -> vecenv.VecEnv:
@@ -81,20 +107,31 @@ def ray_session() -> Iterator[object]:
     """One local Ray for the whole test session (started on first use; ~3 s), shut down at its end.
 
     Its token comes from the environment and its files live in a temporary directory, so nothing is left in
-    ``~/.ray`` or ``/tmp/ray``; only the Ray processes started here are ended (``ray.shutdown()``).
+    ``~/.ray`` or ``/tmp/ray``; only the Ray processes started here are ended (``ray.shutdown()``). It never
+    joins another Ray instance of the machine: no address is given, and the latest cluster started with
+    ``ray start`` is looked up in that fresh directory (``RAY_ADDRESS`` is ignored for the session).
+
+    Its worker processes (the actors) run at the tests' own priority (``RAY_worker_niceness=0``): Ray's default,
+    niceness 15, starves them on a busy machine (an actor then took about a minute to start on two cores shared
+    with other processes).
     """
     ray = pytest.importorskip("ray")
-    saved = os.environ.get("RAY_AUTH_TOKEN")
-    os.environ["RAY_AUTH_TOKEN"] = saved or secrets.token_hex(16)
+    saved = {name: os.environ.get(name) for name in ("RAY_AUTH_TOKEN", "RAY_ADDRESS", "RAY_worker_niceness")}
+    os.environ["RAY_AUTH_TOKEN"] = saved["RAY_AUTH_TOKEN"] or secrets.token_hex(16)
+    os.environ.pop("RAY_ADDRESS", None)
+    os.environ["RAY_worker_niceness"] = "0"  # noqa: SIM112 (Ray's spelling of its setting)
     temp_dir = tempfile.mkdtemp(prefix="vecenv-ray-")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
     try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
         yield ray
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)
-        if saved is None:
-            os.environ.pop("RAY_AUTH_TOKEN", None)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture(params=BACKENDS)

@@ -6,12 +6,17 @@
 ``[j, t + offset]`` (float32), where ``offset`` is drawn from ``np_random`` at each reset (so seeds show); its
 reward is ``10 * j + action``; its info ``{"t": t, "action": action}``. Receiving an action for an agent that is
 not in ``agents`` raises.
+
+:class:`LockInfoEnv`: agents ``a0``, ``a1``; a lock in ``a1``'s info (and, optionally, in its reset infos).
+:class:`IntKeyedLockInfoEnv`: a single-agent gymnasium env whose info nests a dict holding a lock under an int key.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
@@ -84,3 +89,74 @@ class NoZeroObsEnv(ScriptedAgentsEnv):
 
     def observation_space(self, agent: str) -> spaces.Discrete:  # type: ignore[override]
         return spaces.Discrete(3, start=1)
+
+
+class LockInfoEnv(ParallelEnv):  # type: ignore[misc]
+    """Agents ``a0``, ``a1`` (indices 0, 1), both for ``length`` steps (default 3; both truncate at the last step).
+    Agent ``aj``'s observation at step ``t`` is ``[j, t]`` (float32), its reward ``j + action``, its info
+    ``{"t": t, "agent": "aj"}``; at step ``lock_step`` (default ``length``) ``a1``'s info also holds a
+    ``threading.Lock`` under ``"lock"``, which can be neither deep-copied nor pickled. Reset infos:
+    ``{"reset": n, "agent": "aj"}`` (``n``: the number of resets so far); with ``lock_in_reset``, ``a1``'s reset
+    infos after the first reset also hold a lock under ``"lock"``."""
+
+    metadata = {"name": "lock_info_v0", "render_modes": []}
+
+    def __init__(self, length: int = 3, lock_step: int | None = None, lock_in_reset: bool = False) -> None:
+        self.possible_agents = ["a0", "a1"]
+        self.agents: list[str] = []
+        self.length = length
+        self.lock_step = length if lock_step is None else lock_step
+        self.lock_in_reset = lock_in_reset
+        self.t = 0
+        self.resets = 0
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return spaces.Box(-np.inf, np.inf, (2,), np.float32)
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return spaces.Discrete(2)
+
+    def _obs(self, agent: str) -> np.ndarray:
+        return np.array([self.possible_agents.index(agent), self.t], dtype=np.float32)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        self.resets += 1
+        self.t = 0
+        self.agents = list(self.possible_agents)
+        infos: dict[str, dict[str, Any]] = {agent: {"reset": self.resets, "agent": agent} for agent in self.agents}
+        if self.lock_in_reset and self.resets > 1:
+            infos["a1"]["lock"] = threading.Lock()
+        return {agent: self._obs(agent) for agent in self.agents}, infos
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        self.t += 1
+        rewards = {agent: self.possible_agents.index(agent) + float(action) for agent, action in actions.items()}
+        over = self.t >= self.length
+        terminations = {agent: False for agent in actions}
+        truncations = {agent: over for agent in actions}
+        infos: dict[str, dict[str, Any]] = {agent: {"t": self.t, "agent": agent} for agent in actions}
+        if self.t == self.lock_step:
+            infos["a1"]["lock"] = threading.Lock()
+        observations = {agent: self._obs(agent) for agent in actions}
+        if over:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+
+class IntKeyedLockInfoEnv(gym.Env):  # type: ignore[misc]
+    """A single-agent env (not an agent stack) whose info has the shape of an ``AgentStackEnv``'s:
+    ``{0: {"t": t}, 1: {"t": t, "lock": threading.Lock()}}`` at every step; observation ``[t]``, reward 1, never
+    done."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        info = {0: {"t": self.t}, 1: {"t": self.t, "lock": threading.Lock()}}
+        return np.array([self.t], dtype=np.float32), 1.0, False, False, info

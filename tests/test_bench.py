@@ -664,6 +664,41 @@ def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixtu
             assert float(row["caller us/step/W"]) >= float(row["busy us/step/W"]) > 0
 
 
+def test_capacity_and_rates_are_defined_for_a_process_that_runs_after_its_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A busy machine can let a burn process (or the stepping loop) run only after its timing window closed: it
+    still counts one call, so the capacity ratio has no zero denominator (it raised ZeroDivisionError at
+    ``rates[procs] / rates[1]``) and a paired rate is never 0."""
+    bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
+    sys.path.insert(0, bench_dir)  # the script imports its sibling paired.py
+    try:
+        spec = importlib.util.spec_from_file_location("scaling_late_window", os.path.join(bench_dir, "scaling.py"))
+        assert spec is not None and spec.loader is not None
+        scaling = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(scaling)
+    finally:
+        sys.path.remove(bench_dir)
+    calls: list[int] = []
+    monkeypatch.setattr(scaling, "burn", calls.append)  # each call records its iterations
+    # the window [start, start + seconds) ended a second before the process got to run: exactly one call
+    late_rate = scaling.burn_until(7, time.time() - 1.0, 0.02)
+    assert calls == [7] and late_rate > 0 and math.isfinite(late_rate)
+
+    class LatePool:
+        """Runs each task here, as processes that a busy machine schedules one second after the window opened."""
+
+        def map(self, fn: Any, *iterables: Any) -> list[Any]:
+            return [fn(iterations, start - 1.0, seconds) for iterations, start, seconds in zip(*iterables, strict=True)]
+
+    calls.clear()
+    ratio = scaling.capacity_round(LatePool(), 3, 5, 0.02, flip=False)
+    assert calls == [5] * 4  # one call by the single process, one by each of the three
+    assert ratio > 0 and math.isfinite(ratio)
+    steps: list[int] = []
+    assert scaling.rate(lambda: steps.append(1), 4, 0.0) > 0 and steps == [1]  # a window of 0 s: one call
+
+
 def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/goals.py, tiny: one row per goal in the order asked; each measured ratio is the median of the
     rounds' ratios, met exactly when it reaches the goal; a case whose package is missing says so."""

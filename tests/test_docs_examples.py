@@ -229,6 +229,8 @@ def _params() -> Iterator[Any]:
                 ]
             if block.needs_ray:
                 marks.append(pytest.mark.skipif(not HAS_RAY, reason="needs ray (the ray extra)"))
+            if any(b.needs_ray and not b.signature for b in blocks[: index + 1]):
+                marks.append(pytest.mark.ray)  # it runs in the tests' Ray (see test_python_block)
             if block.needs_envpool:
                 marks.append(pytest.mark.skipif(not HAS_ENVPOOL, reason="needs envpool (no wheel for this platform)"))
             if block.signature:

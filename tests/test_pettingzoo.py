@@ -14,7 +14,13 @@ pytest.importorskip("pettingzoo")
 
 import vecenv
 from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
-from tests.envs_pettingzoo import MixedSpacesEnv, NoZeroObsEnv, ScriptedAgentsEnv
+from tests.envs_pettingzoo import (
+    IntKeyedLockInfoEnv,
+    LockInfoEnv,
+    MixedSpacesEnv,
+    NoZeroObsEnv,
+    ScriptedAgentsEnv,
+)
 from vecenv.pettingzoo import AgentVecEnv, make_vec_env
 
 BACKEND_KWARGS = {
@@ -443,6 +449,134 @@ def test_a_killed_worker_is_restarted_and_its_rows_report_the_restart():
         assert [info["active"] for info in venv.reset_infos[3:]] == [True, True, False]
         obs, _, dones, _ = venv.step(np.ones(6, dtype=np.int64))
         assert not dones.any() and obs[3:].tolist() == [[0, fresh + 1], [1, fresh + 1], [2, fresh + 1]]
+    finally:
+        venv.close()
+
+
+# --- infos that cannot be copied --------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend_name", ALL, indirect=True)
+def test_an_uncopyable_value_in_one_agents_info_is_left_out_of_that_agents_row_only(backend_name):
+    """Two envs of LockInfoEnv: at step 3 (the episode's last) agent a1's info holds a lock. The step raises
+    UncopyableInfoError naming the rows of a1 (1 and 3), the key and the type; the next step returns step 3 (its
+    actions ignored) with a1's other info keys kept and the lock named in a1's rows only; a0's rows are as usual;
+    the envs were stepped exactly once per step."""
+    venv = _build(backend_name, LockInfoEnv, 2)
+    try:
+        venv.reset()
+        actions = np.array([1, 0, 0, 1])  # rows: env 0's a0, a1, env 1's a0, a1
+        for t in (1, 2):
+            obs, _, dones, infos = venv.step(actions)
+            assert not dones.any() and [info["t"] for info in infos] == [t] * 4
+            assert all("vecenv.uncopyable_info" not in info for info in infos)
+        # (with one worker per env, either worker's error may be the one raised, naming the other's in a note)
+        lock = r"env [01]: info\[1\]\['lock'\] is a _thread\.lock "
+        with pytest.raises(vecenv.UncopyableInfoError, match=lock) as error:
+            venv.step(actions)
+        assert isinstance(error.value, TypeError)
+        assert sorted(error.value.entries) == [(1, "lock", "_thread.lock"), (3, "lock", "_thread.lock")]
+        notes = "\n".join(getattr(error.value, "__notes__", []))
+        assert "env 0's info[1] is agent 'a1' (row 1)" in notes and "env 1's info[1] is agent 'a1' (row 3)" in notes
+        obs, rewards, dones, infos = venv.step(1 - actions)  # returns step 3; these actions are ignored
+        np.testing.assert_array_equal(obs, np.array([[0, 0], [1, 0]] * 2, dtype=np.float32))  # reset observations
+        np.testing.assert_array_equal(rewards, np.array([0 + 1, 1 + 0, 0 + 0, 1 + 1], dtype=np.float32))
+        assert dones.all()
+        for k, info in enumerate(infos):
+            e, j = divmod(k, 2)
+            np.testing.assert_array_equal(info.pop("terminal_observation"), np.array([j, 3], dtype=np.float32))
+            want = {"t": 3, "agent": f"a{j}", "env_index": e, "agent_id": f"a{j}", "active": True}
+            want["TimeLimit.truncated"] = True
+            if j == 1:
+                want["vecenv.uncopyable_info"] = {"lock": "_thread.lock"}
+            assert info == want, k
+        assert venv.reset_infos == [
+            {"reset": 2, "agent": f"a{j}", "env_index": e, "agent_id": f"a{j}", "active": True}
+            for e in range(2)
+            for j in range(2)
+        ]
+        obs, _, dones, infos = venv.step(actions)
+        np.testing.assert_array_equal(obs, np.array([[0, 1], [1, 1]] * 2, dtype=np.float32))
+        assert not dones.any() and [info["t"] for info in infos] == [1] * 4
+        assert all("vecenv.uncopyable_info" not in info for info in infos)
+        # each env stepped 3 + 1 times: not again for the step that raised
+        assert venv.get_attr("resets") == [2] * 4 and venv.get_attr("t") == [1] * 4
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+def test_an_unpicklable_value_in_one_agents_reset_info_is_left_out_of_that_agents_row_only():
+    """SubprocVecEnv, LockInfoEnv(length=2, lock_step=0, lock_in_reset=True): the automatic reset at step 2 gives
+    a1 a reset info holding a lock, which the worker cannot send. The step raises naming a1's row of each env; the
+    next step returns step 2 with the lock left out of a1's reset infos only (their other keys kept)."""
+    venv = _build("subproc", LockInfoEnv, 2, env_kwargs={"length": 2, "lock_step": 0, "lock_in_reset": True})
+    try:
+        venv.reset()
+        actions = np.zeros(4, dtype=np.int64)
+        venv.step(actions)
+        with pytest.raises(
+            vecenv.UncopyableInfoError, match=r"env [01]: reset info\[1\]\['lock'\] is a _thread\.lock "
+        ) as error:
+            venv.step(actions)
+        assert sorted(error.value.entries) == [(1, "lock", "_thread.lock"), (3, "lock", "_thread.lock")]
+        _, _, dones, infos = venv.step(actions)
+        assert dones.all() and [info["t"] for info in infos] == [2] * 4
+        assert all("vecenv.uncopyable_info" not in info for info in infos)
+        for k, info in enumerate(venv.reset_infos):
+            e, j = divmod(k, 2)
+            want = {"reset": 2, "agent": f"a{j}", "env_index": e, "agent_id": f"a{j}", "active": True}
+            if j == 1:
+                want["vecenv.uncopyable_info"] = {"lock": "_thread.lock"}
+            assert info == want, k
+        assert venv.get_attr("resets") == [2] * 4 and venv.get_attr("t") == [0] * 4
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+def test_recv_names_the_row_of_an_uncopyable_value_in_one_agents_info(backend):
+    """Partial batches: env 1 alone is sent (rows 2, 3) and a1's info holds a lock at step 1: recv raises naming row
+    3; the next recv returns env 1's rows of that step, the lock named on row 3 only, a1's other keys kept."""
+    venv = _build(backend, LockInfoEnv, 2, env_kwargs={"lock_step": 1})
+    try:
+        venv.async_reset()
+        assert venv.recv()[4].tolist() == [0, 1, 2, 3]
+        venv.send(np.array([1, 1]), [2, 3])
+        with pytest.raises(
+            vecenv.UncopyableInfoError, match=r"env 1: info\[1\]\['lock'\] is a _thread\.lock "
+        ) as error:
+            venv.recv()
+        assert error.value.entries == [(3, "lock", "_thread.lock")]
+        assert "env 1's info[1] is agent 'a1' (row 3)" in error.value.__notes__[-1]
+        obs, rewards, dones, infos, rows = venv.recv()
+        assert rows.tolist() == [2, 3] and not dones.any()
+        np.testing.assert_array_equal(obs, np.array([[0, 1], [1, 1]], dtype=np.float32))
+        np.testing.assert_array_equal(rewards, np.array([1, 2], dtype=np.float32))
+        assert [(info["t"], info["agent"], info["env_index"]) for info in infos] == [(1, "a0", 1), (1, "a1", 1)]
+        assert "vecenv.uncopyable_info" not in infos[0] and infos[1]["vecenv.uncopyable_info"] == {
+            "lock": "_thread.lock"
+        }
+        assert venv.get_attr("t") == [0, 0, 1, 1]
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("cls", [vecenv.DummyVecEnv, vecenv.SubprocVecEnv], ids=["dummy", "subproc"])
+def test_a_single_agent_info_shaped_like_an_agent_stacks_is_left_out_by_top_level_key(cls):
+    """A single-agent env's info {0: {...}, 1: {..., "lock": lock}}: the rule stays per top-level key (only agent
+    stacks are looked into), so key 1 is left out whole and named with its type."""
+    venv = cls([IntKeyedLockInfoEnv])
+    try:
+        venv.reset()
+        with pytest.raises(vecenv.UncopyableInfoError, match=r"env 0: info\[1\] is a dict ") as error:
+            venv.step(np.zeros(1, dtype=np.int64))
+        assert error.value.entries == [(0, 1, "dict")]
+        _, _, _, infos = venv.step(np.zeros(1, dtype=np.int64))
+        assert infos[0] == {0: {"t": 1}, "TimeLimit.truncated": False, "vecenv.uncopyable_info": {1: "dict"}}
     finally:
         venv.close()
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import functools
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from typing import Any
 
@@ -31,7 +33,7 @@ from tests.envs_faults import InjectedFault, fault_message, make_env
 from vecenv.adapters import to_gymnasium
 from vecenv.errors import WorkerDiedError
 
-pytestmark = pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)")
+pytestmark = [pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)"), pytest.mark.ray]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: actors share the session's two CPUs
@@ -346,6 +348,146 @@ def test_default_n_workers_follows_the_cluster_cpus(ray_venvs) -> None:
     venv = vecenv.RayVecEnv(counter_fns(5), actor_options={"num_cpus": 1})  # the session's 2 CPUs: 2 actors
     ray_venvs.append(venv)
     assert venv.n_workers == 2 and venv.actor_options["scheduling_strategy"] == "SPREAD"
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "shown"),
+    [
+        (0, ValueError, "got 0"),
+        (-2.5, ValueError, "got -2.5"),
+        (float("nan"), ValueError, "got nan"),
+        (float("inf"), ValueError, "got inf"),
+        ("60", TypeError, "got str '60'"),
+        (True, TypeError, "got bool True"),
+    ],
+    ids=["0", "negative", "nan", "inf", "str", "bool"],
+)
+def test_connect_timeout_is_checked(value: Any, error: type[Exception], shown: str) -> None:
+    """A bad connect_timeout is refused before Ray is touched, naming the argument, what it takes and the value."""
+    with pytest.raises(error) as info:
+        vecenv.RayVecEnv(counter_fns(2), connect_timeout=value)
+    message = str(info.value)
+    assert message.startswith("connect_timeout must be a positive") and "seconds or None" in message, message
+    assert message.endswith(shown), message
+
+
+def _assert_names_ray(message: str, doing: str, timeout: str, address: str) -> None:
+    """The TimeoutError of a wait on Ray: what Ray did not do, the bound, the address, what to check."""
+    assert message.startswith(f"Ray did not {doing}"), message
+    assert f"within connect_timeout={timeout} s (Ray at {address})" in message, message
+    assert f"`ray status --address {address}`" in message and "RAY_ADDRESS" in message, message
+    assert "overloaded" in message and "raise connect_timeout" in message, message
+
+
+def test_a_cluster_query_that_never_returns_raises_naming_ray(ray_venvs, ray_session, monkeypatch) -> None:
+    """``ray.cluster_resources()`` that never returns (a GCS that does not answer): TimeoutError once
+    connect_timeout passed, naming Ray's address; no actor is left and the running Ray is kept. Actors that use
+    no CPU, in a number given, need no query of the cluster."""
+    release, entered = threading.Event(), threading.Event()
+
+    def stuck() -> dict[str, float]:
+        entered.set()
+        release.wait()
+        return {"CPU": 2.0}
+
+    monkeypatch.setattr(ray_session, "cluster_resources", stuck)
+    ray_venvs.append(vecenv.RayVecEnv(counter_fns(2), n_workers=2, actor_options=SHARED))
+    np.testing.assert_array_equal(ray_venvs[-1].reset()[:, 0], [0, 1])  # (CounterEnv's obs[0]: its offset)
+    assert not entered.is_set()
+    try:
+        with pytest.raises(TimeoutError) as info:  # the default n_workers needs the cluster's CPUs
+            vecenv.RayVecEnv(counter_fns(2), actor_options=SHARED, connect_timeout=0.5)
+    finally:
+        release.set()
+    assert entered.is_set()
+    ray_venvs.pop().close()
+    address = ray_session.get_runtime_context().gcs_address
+    _assert_names_ray(str(info.value), "answer the query of the cluster's CPUs (ray.cluster_resources)", "0.5", address)
+    assert _vecenv_actors(ray_session) == [] and ray_session.is_initialized()
+
+
+def test_an_actor_registration_that_never_returns_raises_and_the_late_actor_is_ended(ray_session, monkeypatch):
+    """The second actor's registration with Ray never returns (in time): TimeoutError naming that actor and Ray's
+    address; the first actor is ended, and so is the late one once Ray has made it."""
+    real = vecenv.workers.ray_actors._remote_actor_class(ray_session)
+    release, registering = threading.Event(), threading.Event()
+
+    class SlowRegistration:
+        def __init__(self, **options: Any) -> None:
+            self.options = options
+
+        def remote(self, *args: Any) -> Any:
+            if self.options["name"].endswith("-1"):
+                registering.set()
+                release.wait()
+            return real.options(**self.options).remote(*args)
+
+    class SlowClass:
+        def options(self, **options: Any) -> SlowRegistration:
+            return SlowRegistration(**options)
+
+    monkeypatch.setattr(vecenv.workers.ray_actors, "_remote_actor_class", lambda ray: SlowClass())
+    try:
+        with pytest.raises(TimeoutError) as info:
+            vecenv.RayVecEnv(counter_fns(3), n_workers=2, actor_options=SHARED, connect_timeout=1)
+    finally:
+        release.set()
+    assert registering.is_set()
+    message = str(info.value)
+    assert re.match(r"Ray did not register the Ray actor vecenv-\d+-[0-9a-f]+-1 \(envs \[2\]\) within", message)
+    _assert_names_ray(message, "register", "1", ray_session.get_runtime_context().gcs_address)
+    deadline = time.monotonic() + 60
+    while _vecenv_actors(ray_session) and time.monotonic() < deadline:  # the late actor is killed when it comes
+        time.sleep(0.1)
+    assert _vecenv_actors(ray_session) == [] and ray_session.is_initialized()
+
+
+def test_an_actor_that_no_node_can_host_raises_naming_its_resources(ray_session) -> None:
+    """An actor asking for a resource no node has stays pending in Ray: TimeoutError once connect_timeout passed,
+    naming the actor, its resources and Ray's address; the pending actor is ended."""
+    options = {"num_cpus": 0, "resources": {"vecenv_test_missing": 1}}
+    with pytest.raises(TimeoutError) as info:
+        vecenv.RayVecEnv(counter_fns(2), n_workers=1, actor_options=options, connect_timeout=1.0)
+    message = str(info.value)
+    assert re.match(r"Ray did not start the Ray actor vecenv-\d+-[0-9a-f]+-0 \(envs \[0, 1\]\)", message), message
+    assert "num_cpus=0, resources={'vecenv_test_missing': 1}" in message
+    _assert_names_ray(message, "start", "1", ray_session.get_runtime_context().gcs_address)
+    assert _vecenv_actors(ray_session) == [] and ray_session.is_initialized()
+
+
+@pytest.mark.parametrize("given", ["ray_init_kwargs", "RAY_ADDRESS"])
+def test_a_ray_init_that_never_returns_raises_naming_the_address(monkeypatch, given: str) -> None:
+    """``ray.init`` that never returns (in time): TimeoutError naming the address it was given (argument or
+    ``RAY_ADDRESS``); when it returns after all, the Ray it started is shut down again."""
+    ray = pytest.importorskip("ray")
+    release, started, shut_down = threading.Event(), threading.Event(), threading.Event()
+    calls: list[dict[str, Any]] = []
+
+    def init(**kwargs: Any) -> None:
+        calls.append(kwargs)
+        started.set()
+        release.wait()
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # (whether or not the tests' Ray runs)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(ray, "shutdown", shut_down.set)
+    address = "192.0.2.7:6379"  # (a documentation address: nothing answers there)
+    init_kwargs: dict[str, Any] = {"num_cpus": 1}
+    if given == "RAY_ADDRESS":
+        monkeypatch.setenv("RAY_ADDRESS", address)
+    else:
+        init_kwargs["address"] = address
+    sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(TimeoutError) as info:
+            vecenv.RayVecEnv(counter_fns(2), ray_init_kwargs=init_kwargs, connect_timeout=0.5)
+        assert started.is_set() and not shut_down.is_set()
+    finally:
+        release.set()
+        assert shut_down.wait(60), "the late ray.init was not shut down"
+        signal.signal(signal.SIGTERM, sigterm)
+    assert calls == [init_kwargs]
+    _assert_names_ray(str(info.value), "start or join a Ray instance (ray.init)", "0.5", address)
 
 
 def test_import_vecenv_does_not_import_ray_and_a_missing_ray_names_the_extra() -> None:

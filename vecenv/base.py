@@ -18,6 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vecenv.errors import ClosedVecEnvError
+from vecenv.interrupts import GUARD
 from vecenv.stats import StepStats
 
 __all__ = [
@@ -220,11 +221,18 @@ class VecEnv(ABC):
     def step(self, actions: np.ndarray) -> VecEnvStepReturn:
         """Step all sub-environments: :meth:`step_async` then :meth:`step_wait`.
 
+        A Ctrl-C never lands between the two halves (see :mod:`vecenv.interrupts`): raised while the envs step,
+        it leaves the step to be completed by the next call, as an env's exception does.
+
         :param actions: one action per env, ``(num_envs, *action_shape)``.
         :return: ``(obs, rewards, dones, infos)`` as :meth:`step_wait`.
         """
-        self.step_async(actions)
-        return self.step_wait()
+        counted = GUARD.enter()
+        try:
+            self.step_async(actions)
+            return self.step_wait()
+        finally:
+            GUARD.leave(counted, raise_at_end=False)
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """Return one RGB frame per sub-environment (``rgb_array`` render mode)."""

@@ -9,10 +9,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
+from numpy.typing import DTypeLike
 
 from vecenv.base import VecEnvStepReturn
-from vecenv.engine.checks import check_env_fns, checked_autoreset_mode
+from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_rewards_dtype
 from vecenv.engine.core import AsyncState
+from vecenv.interrupts import GUARD
 from vecenv.spaces import (
     buffer_as_obs_dict,
     obs_space_info,
@@ -33,18 +35,27 @@ class DummyVecEnv(WorkerVecEnv):
     :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`):
         ``SAME_STEP`` (SB3's rule, default), ``NEXT_STEP`` or ``DISABLED``; see docs/semantics.md (step and
         reset) and docs/gymnasium-api.md (autoreset modes).
+    :param rewards_dtype: dtype of the rewards ``(num_envs,)`` that ``step`` returns: ``np.float32`` (None, the
+        default, as SB3's ``DummyVecEnv``) or ``np.float64`` (as SB3's ``SubprocVecEnv`` for envs that return
+        Python floats: the envs' rewards unrounded, so :class:`~vecenv.VecNormalize`'s statistics are those of
+        an SB3 ``SubprocVecEnv`` run; see docs/migrating-from-sb3.md). Their ``np.dtype`` and names
+        (``"float32"``, ``"float64"``) are accepted too.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
-    :raises ValueError: if two callables return the same env instance, the envs' spaces differ, or
-        ``autoreset_mode`` is unknown.
+    :raises ValueError: if two callables return the same env instance, the envs' spaces differ,
+        ``autoreset_mode`` is unknown, or ``rewards_dtype`` is neither float32 nor float64 (before any env is
+        built).
     """
 
     def __init__(
         self,
         env_fns: list[Callable[[], gym.Env]],
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        rewards_dtype: DTypeLike | None = None,
     ) -> None:
         env_fns = check_env_fns(env_fns)
+        #: the numpy type of the rewards ``step`` returns (``np.float32`` or ``np.float64``)
+        self.rewards_dtype = checked_rewards_dtype(rewards_dtype, type(self).rewards_dtype)
         worker = InProcessWorker(env_fns, range(len(env_fns)), checked_autoreset_mode(autoreset_mode))
         group = worker.group
         rewards = np.zeros((len(env_fns),), dtype=self.rewards_dtype)
@@ -69,6 +80,7 @@ class DummyVecEnv(WorkerVecEnv):
         :raises AlreadyPendingCallError: if a step is already pending.
         :raises ValueError: as :meth:`WorkerVecEnv.step_async`, before anything reaches an env.
         """
+        counted = GUARD.enter()
         clock = self._clock
         started = clock.enter()
         try:
@@ -77,6 +89,7 @@ class DummyVecEnv(WorkerVecEnv):
             self._state = AsyncState.WAITING_STEP
         finally:
             clock.send += clock.leave(started)
+            GUARD.leave(counted, raise_at_end=False)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Step every env with the actions given to :meth:`step_async`.
@@ -87,6 +100,7 @@ class DummyVecEnv(WorkerVecEnv):
             envs before it have stepped: the next step returns their results instead of stepping them again;
             it steps the env that raised and those after it (see docs/reliability.md).
         """
+        counted = GUARD.enter()
         clock = self._clock
         started = clock.enter()
         try:
@@ -99,13 +113,21 @@ class DummyVecEnv(WorkerVecEnv):
                 if self._composite_actions:
                     actions = split_actions(self.action_space, actions, 0, self.num_envs)
                 try:
-                    infos, self.reset_infos[:] = self._group.step(actions)
+                    waiting = GUARD.wait_begin()  # the envs' own code: Ctrl-C is raised there at once
+                    try:
+                        infos, reset_infos = self._group.step(actions)
+                    finally:
+                        GUARD.wait_end(waiting)
                 except BaseException:
                     self._hold_partial(0)
                     raise
+                self.reset_infos[:] = reset_infos
                 result = self._step_result(infos)
+            if counted and GUARD.take_deferred():
+                self._hold_step_result(result)
         finally:
             clock.collect += clock.leave(started)
+            GUARD.leave(counted, raise_at_end=False)
         clock.steps += 1
         return result
 

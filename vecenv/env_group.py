@@ -432,10 +432,17 @@ class EnvGroup:
         leaving out each value that cannot be copied (named in ``info["vecenv.uncopyable_info"]``). Env ``j``'s step
         goes on (its episode end and automatic reset included); the step raises :class:`UncopyableInfoError` once
         every env has stepped, and they all keep their results (the next step returns them)."""
-        info, dropped = drop_uncopyable(env_info, deepcopy)
+        info, dropped = drop_uncopyable(env_info, deepcopy, self.nests_agent_infos(j))
         env_index = self.env_indices[j]
         self._uncopyable += [(env_index, "info", key, type_name, reason) for key, type_name, reason in dropped]
         return info
+
+    def nests_agent_infos(self, j: int) -> bool:
+        """Whether env ``j`` (unwrapped) is an agent stack (:class:`vecenv.pettingzoo.AgentStackEnv`), whose info
+        holds each agent's info under an int key: values that cannot be copied are then left out of the agent's
+        info, not the whole agent's info (see :func:`~vecenv.errors.drop_uncopyable`)."""
+        env = self.envs[j]
+        return getattr(getattr(env, "unwrapped", env), "nests_agent_infos", False) is True
 
     def _uncopyable_error(self) -> UncopyableInfoError:
         """The error naming the info values the current step left out (which are then forgotten)."""

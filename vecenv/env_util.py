@@ -96,7 +96,8 @@ def make_vec_env(
     :param env_kwargs: keyword arguments for the env constructor.
     :param vec_env_cls: the vector env class (default :class:`~vecenv.DummyVecEnv`; also
         :class:`~vecenv.SubprocVecEnv`, :class:`~vecenv.RayVecEnv`).
-    :param vec_env_kwargs: keyword arguments for ``vec_env_cls`` (e.g. ``start_method``).
+    :param vec_env_kwargs: keyword arguments for ``vec_env_cls`` (e.g. ``start_method``, or
+        ``rewards_dtype=np.float64`` for the float64 rewards of SB3's ``SubprocVecEnv``).
     :param monitor_kwargs: keyword arguments for :class:`~vecenv.Monitor` (e.g. ``info_keywords``).
     :param wrapper_kwargs: keyword arguments for ``wrapper_class``.
     :return: the vector env, seeded for its first reset.

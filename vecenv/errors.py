@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import cloudpickle
 from gymnasium import error as gym_error
@@ -79,7 +79,9 @@ class UncopyableInfoError(VecEnvError, TypeError):
     pickling such a value raises.
 
     :param message: names each env index, info key and value type.
-    :param entries: ``(env index, key, type name)`` of each value removed.
+    :param entries: ``(env index, key, type name)`` of each value removed; for a value removed from one agent's
+        info inside an agent stack's info, the key is an :class:`AgentInfoKey` (``(agent index, key)``), and
+        :class:`vecenv.pettingzoo.AgentVecEnv` reports ``(row, key, type name)`` instead.
     """
 
     def __init__(self, message: str, entries: Sequence[tuple[int, Any, str]] = ()) -> None:
@@ -91,7 +93,7 @@ class UncopyableInfoError(VecEnvError, TypeError):
         """Also name the values ``other`` (raised by another worker in the same step) names: added to
         :attr:`entries` and to a note."""
         self.entries += other.entries
-        items = "; ".join(f"env {i}: info[{key!r}] is a {type_name}" for i, key, type_name in other.entries)
+        items = "; ".join(f"env {i}: info{_subscript(key)} is a {type_name}" for i, key, type_name in other.entries)
         add_note(self, f"vecenv: another worker also left out info values it could not copy: {items}")
 
     @classmethod
@@ -108,38 +110,60 @@ class UncopyableInfoError(VecEnvError, TypeError):
         )
 
 
+class AgentInfoKey(NamedTuple):
+    """Where a value left out of an agent stack's info was (see :func:`drop_uncopyable`): ``info[agent][key]``,
+    ``agent`` being the agent's index (the int key its info is nested under)."""
+
+    agent: int
+    key: Any
+
+
+def _subscript(key: Any) -> str:
+    """``['lock']`` for an info key, ``[1]['lock']`` for an :class:`AgentInfoKey`."""
+    if isinstance(key, AgentInfoKey):
+        return f"[{key.agent!r}][{key.key!r}]"
+    return f"[{key!r}]"
+
+
 def describe_dropped(dropped: Sequence[tuple[int, str, Any, str, str]]) -> str:
     """``env 0: info['lock'] is a _thread.lock (TypeError: ...); ...`` for :meth:`UncopyableInfoError.from_dropped`'s
-    ``dropped``."""
+    ``dropped`` (``env 0: info[1]['lock'] ...`` for a value left out of agent 1's info)."""
     return "; ".join(
-        f"env {env_index}: {what}[{key!r}] is a {type_name} ({reason})"
+        f"env {env_index}: {what}{_subscript(key)} is a {type_name} ({reason})"
         for env_index, what, key, type_name, reason in dropped
     )
 
 
 def drop_uncopyable(
-    info: dict[Any, Any], copy: Callable[[Any], Any]
+    info: dict[Any, Any], copy: Callable[[Any], Any], agent_infos: bool = False
 ) -> tuple[dict[Any, Any], list[tuple[Any, str, str]]]:
     """``info`` without the values ``copy`` raises on, the others replaced by what it returns; the keys removed are
     added to ``info[UNCOPYABLE_INFO_KEY]`` (``{key: type name}``).
 
+    :param agent_infos: ``info`` is an agent stack's (:class:`vecenv.pettingzoo.AgentStackEnv`), holding each
+        agent's info (a dict) under an int key: the rule then applies within each agent's info, which keeps its
+        other values and names the removed ones in its own ``UNCOPYABLE_INFO_KEY``; such a value is reported
+        under the key ``AgentInfoKey(agent, key)``. Otherwise only ``info``'s own keys are looked at.
     :return: ``(new info, [(key, type name, reason)] of the values removed)``.
     """
     kept: dict[Any, Any] = {}
     dropped: list[tuple[Any, str, str]] = []
+    listed_here: dict[Any, str] = {}
     for key, value in info.items():
         try:
             kept[key] = copy(value)
         except Exception as exc:
+            if agent_infos and type(key) is int and isinstance(value, dict):
+                kept[key], inner = drop_uncopyable(value, copy)
+                dropped += [(AgentInfoKey(key, inner_key), type_name, why) for inner_key, type_name, why in inner]
+                continue
             value_type = type(value)
             module = "" if value_type.__module__ == "builtins" else f"{value_type.__module__}."
             dropped.append((key, f"{module}{value_type.__qualname__}", f"{type(exc).__name__}: {exc}"))
-    if dropped:
+            listed_here[key] = dropped[-1][1]
+    if listed_here:
         listed = kept.get(UNCOPYABLE_INFO_KEY)
-        kept[UNCOPYABLE_INFO_KEY] = {
-            **(listed if isinstance(listed, dict) else {}),
-            **{key: type_name for key, type_name, _ in dropped},
-        }
+        kept[UNCOPYABLE_INFO_KEY] = {**(listed if isinstance(listed, dict) else {}), **listed_here}
     return kept, dropped
 
 

@@ -23,6 +23,8 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, is_int
+from vecenv.errors import UNCOPYABLE_INFO_KEY, AgentInfoKey, UncopyableInfoError, add_note
+from vecenv.interrupts import guarded
 from vecenv.optional import import_optional
 from vecenv.spaces import make_actions_checker
 from vecenv.stats import StepStats
@@ -112,6 +114,8 @@ class AgentStackEnv(gym.Env):
     the agents' sum. Info: agent ``j``'s info under the key ``j`` (int; ``{}`` when the env gave none) and, when
     agents leave before the episode ends, ``"agent_terminal_observations"``: ``(A, *obs_shape)``, the last
     observation of each agent (read the rows of the agents that left). (Flat, so that vector envs copy it cheaply.)
+    A value in agent ``j``'s info that a vector env cannot copy (or, from a worker process, pickle) is left out
+    of agent ``j``'s info alone and named in its ``"vecenv.uncopyable_info"`` (see :attr:`nests_agent_infos`).
 
     Attributes and methods a vector env's ``get_attr`` / ``env_method`` ask for are looked up on the PettingZoo env
     first (:meth:`get_wrapper_attr`).
@@ -120,6 +124,10 @@ class AgentStackEnv(gym.Env):
     :param seed: if not None, agent ``j``'s action space is seeded with ``seed + rank * A + j``.
     :param rank: the env's rank (see ``seed``).
     """
+
+    #: read by vecenv's vector envs: the info holds each agent's info under its int index, so the rule for info
+    #: values that cannot be copied applies within each agent's info (:func:`vecenv.errors.drop_uncopyable`)
+    nests_agent_infos = True
 
     def __init__(self, env: Any, seed: int | None = None, rank: int = 0) -> None:
         self.agent_observation_space, self.agent_action_space = check_parallel_env(env)
@@ -247,6 +255,16 @@ class AgentStackEnv(gym.Env):
 
 
 _NO_INFO: dict[str, Any] = {}  # (never modified: rows copy it)
+
+
+def _add_env_keys(info: dict[str, Any], env_keys: dict[str, Any]) -> None:
+    """Add the ``"vecenv."`` keys of the env's own info to a row's ``info``, merging ``"vecenv.uncopyable_info"``
+    with the agent's own (values left out of the env's info and of the agent's)."""
+    own = info.get(UNCOPYABLE_INFO_KEY)
+    info.update(env_keys)
+    listed = env_keys.get(UNCOPYABLE_INFO_KEY)
+    if isinstance(own, dict) and isinstance(listed, dict):
+        info[UNCOPYABLE_INFO_KEY] = {**own, **listed}
 
 
 def _stacked(batch: VecEnvObs) -> dict[str, np.ndarray]:
@@ -395,7 +413,8 @@ class AgentVecEnv(VecEnv):
                 k = e * agents + j
                 info = self._row_info(env_info.get(j, _NO_INFO), first_row + j, bool(row_acted[k]))
                 info["TimeLimit.truncated"] = bool(time_limit[k])
-                info.update(extra)
+                if extra:
+                    _add_env_keys(info, extra)
                 infos.append(info)
         for k in np.flatnonzero(dones).tolist():
             e, j = divmod(k, agents)
@@ -428,6 +447,7 @@ class AgentVecEnv(VecEnv):
 
     # --- the VecEnv API -------------------------------------------------------------------------------
 
+    @guarded()
     def reset(self) -> VecEnvObs:
         """Reset every env (with the seeds / options set by :meth:`seed` / :meth:`set_options`, then forgotten).
 
@@ -441,6 +461,7 @@ class AgentVecEnv(VecEnv):
         self.row_active = np.zeros(self.num_envs, dtype=bool)
         return _rows_of(batch["obs"])
 
+    @guarded(raise_at_end=False)
     def step_async(self, actions: np.ndarray) -> None:
         """Start a step: one action per row ``(num_envs, *action_shape)``; rows of absent agents are ignored.
 
@@ -448,13 +469,41 @@ class AgentVecEnv(VecEnv):
         """
         self.venv.step_async(self._env_actions(actions, self.num_envs))
 
+    @guarded(raise_at_end=False)
     def step_wait(self) -> VecEnvStepReturn:
-        """Collect the step: ``(obs, rewards, dones, infos)`` by row (see the class docstring)."""
-        inner_obs, _, env_dones, env_infos = self.venv.step_wait()
+        """Collect the step: ``(obs, rewards, dones, infos)`` by row (see the class docstring).
+
+        :raises UncopyableInfoError: as the inner vector env (the step happened; the next one returns it), its
+            ``entries`` naming rows: ``(row, key, type name)`` (see :meth:`_name_rows`).
+        """
+        try:
+            inner_obs, _, env_dones, env_infos = self.venv.step_wait()
+        except UncopyableInfoError as exc:
+            self._name_rows(exc)
+            raise
         batch = _stacked(inner_obs)
         obs, rewards, dones, infos, self.row_active = self._rows(batch, env_dones, env_infos, self._env_ids)
         self._update_reset_infos(np.flatnonzero(env_dones), self._env_ids, batch["alive"])
         return obs, rewards, dones, infos
+
+    def _name_rows(self, exc: UncopyableInfoError) -> None:
+        """Make the inner vector env's ``exc`` name rows: its ``entries`` ``(env index, key, type name)`` become
+        ``(row, key, type name)``, each row whose info names ``key`` in ``"vecenv.uncopyable_info"``: the agent's
+        row for a value left out of an agent's info, every row of the env for one left out of the env's own info.
+        A note says which env and agent each of those rows is."""
+        agents, rows, named = self.num_agents, [], {}
+        for env_index, key, type_name in exc.entries:
+            first_row = env_index * agents
+            if isinstance(key, AgentInfoKey) and 0 <= key.agent < agents:
+                row = first_row + key.agent
+                rows.append((row, key.key, type_name))
+                agent = self.possible_agents[key.agent]
+                named[row] = f"env {env_index}'s info[{key.agent}] is agent {agent!r} (row {row})"
+            else:
+                rows += [(first_row + j, key, type_name) for j in range(agents)]
+        exc.entries = rows
+        if named:
+            add_note(exc, f"vecenv.pettingzoo: entries name rows; {'; '.join(named.values())}")
 
     def _update_reset_infos(self, positions: np.ndarray, env_ids: np.ndarray, alive: np.ndarray) -> None:
         """The rows' reset infos of the envs at ``positions`` of a batch of envs ``env_ids`` (``alive``: the
@@ -477,11 +526,13 @@ class AgentVecEnv(VecEnv):
             )
         return self.venv
 
+    @guarded(raise_at_end=False)
     def async_reset(self) -> None:
         """Start resetting every env; collect the first observations by row with :meth:`recv`."""
         self._partial("async_reset").async_reset()
         self._resetting = set(range(self.n_envs))
 
+    @guarded(raise_at_end=False)
     def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
         """Start stepping the envs of the rows ``env_ids``, which must hold every row of each of those envs; row
         ``env_ids[k]`` receives ``actions[k]`` (EnvPool's ``send``, by rows).
@@ -510,6 +561,7 @@ class AgentVecEnv(VecEnv):
         venv.send(flat[order].reshape(grouped.shape), envs)
         self._resetting.difference_update(envs)
 
+    @guarded(raise_at_end=False)
     def recv(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
         """Wait for at least the inner vector env's ``batch_size`` envs and return all their rows.
 
@@ -517,7 +569,11 @@ class AgentVecEnv(VecEnv):
             finished, ``env_ids`` their row indices (int64, increasing). Rows of envs coming back from
             :meth:`async_reset` have rewards 0, dones False and their reset info.
         """
-        inner_obs, _, env_dones, env_infos, env_ids = self._partial("recv").recv()
+        try:
+            inner_obs, _, env_dones, env_infos, env_ids = self._partial("recv").recv()
+        except UncopyableInfoError as exc:
+            self._name_rows(exc)
+            raise
         batch = _stacked(inner_obs)
         obs, rewards, dones, infos, _ = self._rows(batch, env_dones, env_infos, env_ids)
         resets = np.array([e in self._resetting for e in env_ids.tolist()], dtype=bool)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import warnings
 import weakref
@@ -16,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
+from numpy.typing import DTypeLike
 
 from vecenv.engine.checks import (
     check_env_fns,
@@ -23,15 +25,26 @@ from vecenv.engine.checks import (
     checked_batch_size,
     checked_max_restarts,
     checked_n_workers,
+    checked_rewards_dtype,
     checked_timeout,
 )
 from vecenv.engine.replies import call_all
 from vecenv.env_group import check_same_spaces
 from vecenv.worker_vec_env import WorkerVecEnv
 from vecenv.workers import Worker, shutdown_workers, split_groups
-from vecenv.workers.ray_actors import RESERVED_ACTOR_OPTIONS, RayWorker, import_ray
+from vecenv.workers.ray_actors import (
+    DEFAULT_CONNECT_TIMEOUT,
+    RESERVED_ACTOR_OPTIONS,
+    BoundedCall,
+    RayWorker,
+    call_bounded,
+    import_ray,
+    init_ray,
+    ray_address,
+    ray_timeout_message,
+)
 
-__all__ = ["DEFAULT_ACTOR_OPTIONS", "RayVecEnv", "default_ray_workers"]
+__all__ = ["DEFAULT_ACTOR_OPTIONS", "DEFAULT_CONNECT_TIMEOUT", "RayVecEnv", "default_ray_workers"]
 
 #: the actor options :class:`RayVecEnv` uses where ``actor_options`` does not set them: one CPU per actor,
 #: actors spread over the cluster's nodes
@@ -63,14 +76,39 @@ def _checked_actor_options(actor_options: Any) -> dict[str, Any]:
     return {**DEFAULT_ACTOR_OPTIONS, **actor_options}
 
 
-def _shutdown(workers: list[Worker], ray: Any, started_ray: bool) -> None:
-    """Close every actor (their envs' ``close``), then shut Ray down if :class:`RayVecEnv` started it."""
+def _checked_connect_timeout(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"connect_timeout must be a positive number of seconds or None (no limit), got {type(value).__name__} "
+            f"{value!r}"
+        )
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"connect_timeout must be a positive, finite number of seconds or None (no limit), got {value!r}"
+        )
+    return float(value)
+
+
+def _shutdown(workers: list[Worker], ray: Any, started_ray: bool, connect_timeout: float | None = None) -> None:
+    """Close every actor (their envs' ``close``), then shut Ray down if :class:`RayVecEnv` started it (waiting
+    at most ``connect_timeout`` seconds for ``ray.shutdown``: a warning says when it did not return)."""
     try:
         shutdown_workers(workers)
     finally:
         if started_ray and ray.is_initialized():
-            with contextlib.suppress(Exception):
-                ray.shutdown()
+            job = BoundedCall(ray.shutdown, name="vecenv-ray-shutdown")
+            if job.wait(connect_timeout):
+                with contextlib.suppress(Exception):
+                    job.result()
+            else:
+                warnings.warn(
+                    f"RayVecEnv: ray.shutdown() did not return within connect_timeout={connect_timeout:g} s; the "
+                    "Ray processes started by this vector env may still run (`ray status`)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
 
 class RayVecEnv(WorkerVecEnv):
@@ -111,11 +149,21 @@ class RayVecEnv(WorkerVecEnv):
     :param autoreset_mode: what happens when an episode ends (:class:`gymnasium.vector.AutoresetMode`), as
         :class:`~vecenv.SubprocVecEnv`.
     :param batch_size: minimum number of envs :meth:`recv` returns in the partial-batch API (None: all envs).
+    :param rewards_dtype: dtype of the rewards ``step`` returns, ``np.float32`` (None, the default) or
+        ``np.float64``, as :class:`~vecenv.SubprocVecEnv`'s ``rewards_dtype``.
+    :param connect_timeout: seconds to wait for Ray itself (default :data:`DEFAULT_CONNECT_TIMEOUT`, 60; None:
+        without limit), at each of these waits: ``ray.init`` starting or joining Ray, the query of the
+        cluster's CPUs, the registration of each actor (and of each rebuilt one), and each actor's start on a node
+        (a node with its ``actor_options``' resources free, its process started; not the building of its envs,
+        which ``reset_timeout`` bounds). When it passes, :class:`TimeoutError` names Ray's address and what to
+        check, and nothing is left behind. On a cluster whose autoscaler adds nodes for new actors, raise it.
     :raises MissingExtraError: if ray is not installed (install the ``ray`` extra).
+    :raises TimeoutError: if Ray did not answer within ``connect_timeout`` (the message names Ray's address).
     :raises ValueError: for an ``n_workers`` below 1, a non-positive timeout, a negative ``max_restarts``, a
-        ``batch_size`` outside ``1..len(env_fns)``, reserved or unsatisfiable ``actor_options``, or envs whose
-        spaces differ.
-    :raises TypeError: if ``env_fns`` is not a list of callables or ``actor_options`` not a dict.
+        ``batch_size`` outside ``1..len(env_fns)``, a ``rewards_dtype`` other than float32 and float64, reserved
+        or unsatisfiable ``actor_options``, or envs whose spaces differ.
+    :raises TypeError: if ``env_fns`` is not a list of callables, ``actor_options`` not a dict, or
+        ``connect_timeout`` not a number.
     :raises NotImplementedError: for a nested Dict / Tuple observation space (as Stable-Baselines3).
     :raises Exception: what an env factory raised, with its own type and message (and a note naming the actor).
     """
@@ -131,8 +179,13 @@ class RayVecEnv(WorkerVecEnv):
         max_restarts: int = 0,
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         batch_size: int | None = None,
+        rewards_dtype: DTypeLike | None = None,
+        connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         env_fns = check_env_fns(env_fns)
+        connect_timeout = _checked_connect_timeout(connect_timeout)
+        #: the numpy type of the rewards ``step`` returns (``np.float32`` or ``np.float64``)
+        self.rewards_dtype = checked_rewards_dtype(rewards_dtype, type(self).rewards_dtype)
         mode = checked_autoreset_mode(autoreset_mode)
         step_timeout = checked_timeout("step_timeout", step_timeout)
         reset_timeout = checked_timeout("reset_timeout", reset_timeout)
@@ -149,13 +202,8 @@ class RayVecEnv(WorkerVecEnv):
         ray = import_ray()
         started_ray = False
         if not ray.is_initialized():
-            try:
-                ray.init(**(ray_init_kwargs or {}))
-            except BaseException:
-                # a ray.init that failed half-way may have started local Ray processes: end them
-                with contextlib.suppress(Exception):
-                    ray.shutdown()
-                raise
+            # (a ray.init that fails or times out leaves nothing behind: see init_ray)
+            init_ray(ray, dict(ray_init_kwargs or {}), connect_timeout)
             started_ray = True
         elif ray_init_kwargs:
             warnings.warn(
@@ -165,8 +213,19 @@ class RayVecEnv(WorkerVecEnv):
             )
         workers: list[Worker] = []
         try:
-            cpus = float(ray.cluster_resources().get("CPU", 0.0))
             per_actor = float(options.get("num_cpus", 1) or 0)
+            cpus = math.inf
+            if n_workers is None or per_actor > 0:  # (actors that use no CPU always fit: nothing to ask)
+                resources = call_bounded(
+                    ray.cluster_resources,
+                    connect_timeout,
+                    lambda: ray_timeout_message(
+                        "answer the query of the cluster's CPUs (ray.cluster_resources)",
+                        connect_timeout or 0.0,
+                        ray_address(ray),
+                    ),
+                )
+                cpus = float(resources.get("CPU", 0.0))
             if n_workers is None:
                 n_workers = default_ray_workers(len(env_fns), cpus, per_actor)
             if per_actor * n_workers > cpus + 1e-9:
@@ -177,7 +236,14 @@ class RayVecEnv(WorkerVecEnv):
                 )
             prefix = f"vecenv-{os.getpid()}-{id(self):x}"
             for w, group in enumerate(split_groups(len(env_fns), n_workers)):
-                worker = RayWorker([env_fns[i] for i in group], group, mode, options, name=f"{prefix}-{w}")
+                worker = RayWorker(
+                    [env_fns[i] for i in group],
+                    group,
+                    mode,
+                    options,
+                    name=f"{prefix}-{w}",
+                    connect_timeout=connect_timeout,
+                )
                 worker.step_timeout, worker.reset_timeout = step_timeout, reset_timeout
                 workers.append(worker)
             all_spaces = call_all(methodcaller("handshake", reset_timeout), workers, workers)
@@ -189,11 +255,11 @@ class RayVecEnv(WorkerVecEnv):
         except BaseException:
             # every way out of here leaves nothing behind: the actors made so far, and Ray if it was started here
             with contextlib.suppress(Exception):
-                _shutdown(workers, ray, started_ray)
+                _shutdown(workers, ray, started_ray, connect_timeout)
             raise
         # one finalizer closes the actors, then Ray if it was started here (close, garbage collection, exit)
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _shutdown, self._workers, ray, started_ray)
+        self._finalizer = weakref.finalize(self, _shutdown, self._workers, ray, started_ray, connect_timeout)
         self.n_workers = n_workers
         self.actor_options = options
         #: whether this vector env started Ray (and so shuts it down on :meth:`close`)
@@ -202,6 +268,8 @@ class RayVecEnv(WorkerVecEnv):
             self.batch_size = int(batch_size)
         self.max_restarts = max_restarts
         self.step_timeout, self.reset_timeout = step_timeout, reset_timeout
+        #: seconds to wait for Ray itself (see the ``connect_timeout`` argument; None: without limit)
+        self.connect_timeout = connect_timeout
 
     @property
     def actors(self) -> list[Any]:

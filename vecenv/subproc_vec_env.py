@@ -12,6 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
+from numpy.typing import DTypeLike
 
 from vecenv.engine.checks import (
     check_env_fns,
@@ -20,6 +21,7 @@ from vecenv.engine.checks import (
     checked_max_restarts,
     checked_n_workers,
     checked_parent_envs,
+    checked_rewards_dtype,
     checked_timeout,
 )
 from vecenv.engine.replies import call_all
@@ -106,10 +108,19 @@ class SubprocVecEnv(WorkerVecEnv):
         handled the same in every mode. Spinning needs ``shared_memory=True`` (without it every mode blocks).
         ``step_stats()`` says which mode is in use and the time spent spinning; measurements in
         docs/performance.md.
+    :param rewards_dtype: dtype of the rewards ``(num_envs,)`` that ``step`` returns: ``np.float32`` (None, the
+        default: as SB3's ``DummyVecEnv``, and as vecenv's :class:`DummyVecEnv`) or ``np.float64``: what SB3's
+        ``SubprocVecEnv`` returns for envs whose rewards are Python floats (``np.stack`` of them), the envs'
+        rewards unrounded. Choose float64 to get the rewards of SB3's ``SubprocVecEnv`` bit for bit:
+        :class:`~vecenv.VecNormalize` accumulates returns in float64, so with rewards that float32 rounds
+        (non-integer ones) the default gives statistics that differ from an SB3 ``SubprocVecEnv`` run in the
+        last bits (docs/migrating-from-sb3.md). Their ``np.dtype`` and names (``"float32"``, ``"float64"``) are accepted
+        too.
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
         ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, a ``parent_envs`` outside
-        ``0..len(env_fns)-1``, a ``wait_mode`` other than ``"auto"``, ``"spin"`` and ``"block"``, or
-        ``wait_mode="spin"`` with ``shared_memory=False``, or if the envs' spaces differ.
+        ``0..len(env_fns)-1``, a ``wait_mode`` other than ``"auto"``, ``"spin"`` and ``"block"``,
+        ``wait_mode="spin"`` with ``shared_memory=False`` or a ``rewards_dtype`` other than float32 and float64
+        (all before any process starts), or if the envs' spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
     """
@@ -127,8 +138,11 @@ class SubprocVecEnv(WorkerVecEnv):
         max_restarts: int = 0,
         parent_envs: int = 0,
         wait_mode: str = "auto",
+        rewards_dtype: DTypeLike | None = None,
     ) -> None:
         env_fns = check_env_fns(env_fns)
+        #: the numpy type of the rewards ``step`` returns (``np.float32`` or ``np.float64``)
+        self.rewards_dtype = checked_rewards_dtype(rewards_dtype, type(self).rewards_dtype)
         wait_mode = checked_wait_mode(wait_mode)
         if wait_mode == "spin" and not shared_memory:
             raise ValueError(

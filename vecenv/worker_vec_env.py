@@ -23,6 +23,7 @@ from vecenv.engine.core import AsyncState, CallRequests, ResetRequests
 from vecenv.engine.partial_batches import PartialBatches
 from vecenv.engine.replies import call_all, gather
 from vecenv.errors import NoAsyncCallError, WorkerDiedError
+from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
 from vecenv.spaces import batch_copy, fits_action_buffer, num_actions, split_actions, write_actions
 
@@ -74,6 +75,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             dtype, or (Discrete, MultiDiscrete, MultiBinary) holds values outside the action space; checked
             before anything reaches an env (see :func:`vecenv.spaces.make_actions_checker`).
         """
+        counted = GUARD.enter()
         clock = self._clock
         started = clock.enter()
         try:
@@ -87,6 +89,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             self._state = AsyncState.WAITING_STEP
         finally:
             clock.send += clock.leave(started)
+            GUARD.leave(counted, raise_at_end=False)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Collect the step started by :meth:`step_async`.
@@ -98,15 +101,19 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         :raises Exception: an env's exception (with a note naming the env); the envs that finished stepping
             keep their results for the next step (see :meth:`step_async`).
         """
+        counted = GUARD.enter()
         clock = self._clock
         started, waited = clock.enter(), clock.wait
         try:
             self._start_collecting_step()
             result = self._collect_steps()
+            if counted and GUARD.take_deferred():
+                self._hold_step_result(result)
         finally:
             clock.collect += clock.leave(started) - (clock.wait - waited)
             if clock.between is not None:
                 clock.between.left()
+            GUARD.leave(counted, raise_at_end=False)
         clock.steps += 1
         return result
 
@@ -220,6 +227,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
 
     # --- resets ----------------------------------------------------------------------------------------
 
+    @guarded()
     def reset(self) -> VecEnvObs:
         """Reset every env (with the seeds / options set by :meth:`seed` / :meth:`set_options`, then forgotten).
 
@@ -239,6 +247,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
     # Resets and calls in two halves (the state machine knows each request in flight), waiting with a
     # timeout, and the seeds / options staged by seed() / set_options() for the envs' next resets.
 
+    @guarded()
     def reset_envs(self, env_ids: Sequence[int] | None) -> None:
         """Reset the envs ``env_ids`` (all if None) with the staged seeds / options, which are then forgotten.
 
@@ -256,6 +265,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         for env_id in env_ids:
             self._held.pop(env_id, None)
 
+    @guarded(raise_at_end=False)
     def start_reset(self, env_ids: Sequence[int] | None) -> ResetRequests:
         """First half of :meth:`reset_envs`: send the RESET requests with the staged seeds / options, which are then
         forgotten (a dead worker is restarted, budget allowing, which resets its envs with the same ones). The
@@ -297,6 +307,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
                 self._state = AsyncState.WAITING_RESET
             return sent
 
+    @guarded()
     def finish_reset(self, requests: ResetRequests) -> None:
         """Second half of :meth:`reset_envs`: wait for the replies and store the reset infos (a worker that died
         resetting is restarted, budget allowing, with the same seeds / options). The vector env is idle again,

@@ -15,6 +15,7 @@ from vecenv.base import VecEnvIndices
 from vecenv.engine.core import AsyncState, CallRequests
 from vecenv.engine.recovery import Recovery
 from vecenv.engine.replies import call_all
+from vecenv.interrupts import guarded
 from vecenv.protocol import Command
 from vecenv.sb3_compat import wrapper_target
 from vecenv.stats import StepStats, WorkerStats
@@ -25,10 +26,12 @@ __all__ = ["SubEnvCalls"]
 class SubEnvCalls(Recovery):
     """Calls on sub-envs (see the module docstring)."""
 
+    @guarded()
     def _call(self, command: Command, indices: VecEnvIndices, *args: Any) -> list[Any]:
         """Run ``command`` with payload ``(*args, local_indices)`` on the workers owning ``indices``."""
         return self.finish_call(self.start_call(command, indices, *args))
 
+    @guarded(raise_at_end=False)
     def start_call(self, command: Command, indices: VecEnvIndices, *args: Any) -> CallRequests:
         """First half of a call on sub-envs (``get_attr``, ``env_method``, ...): send ``command`` with payload
         ``(*args, local_indices)`` to the workers owning ``indices`` (a dead worker goes through the restart
@@ -51,6 +54,7 @@ class SubEnvCalls(Recovery):
         self._state = AsyncState.WAITING_CALL
         return command, len(targets), requests
 
+    @guarded()
     def finish_call(self, call: CallRequests) -> list[Any]:
         """Second half of a call: collect every reply (a worker that died answering is restarted, budget allowing,
         and asked again), then raise the first error if any. The vector env is idle again either way.

@@ -7,17 +7,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import is_int
 
 __all__ = [
+    "REWARDS_DTYPES",
     "check_env_fns",
     "checked_autoreset_mode",
     "checked_batch_size",
     "checked_max_restarts",
     "checked_n_workers",
     "checked_parent_envs",
+    "checked_rewards_dtype",
     "checked_timeout",
 ]
 
@@ -80,3 +83,29 @@ def checked_n_workers(value: Any) -> int:
     if not is_int(value) or value < 1:
         raise ValueError(f"n_workers must be a positive integer or None, got {value!r}")
     return int(value)
+
+
+#: the dtypes a vector env's rewards may have
+REWARDS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def checked_rewards_dtype(value: Any, default: Any) -> type[np.floating[Any]]:
+    """The rewards dtype asked for, as its numpy scalar type (``np.float32`` or ``np.float64``).
+
+    :param value: ``np.float32`` / ``np.float64``, their ``np.dtype`` or their names (``"float32"``,
+        ``"float64"``; what :class:`numpy.dtype` reads as one of them); None: ``default``.
+    :param default: the class's own rewards dtype, used for None.
+    :raises ValueError: for anything else, naming the argument, the accepted values and the value received.
+    """
+    if value is None:
+        return np.dtype(default).type
+    try:
+        dtype = np.dtype(value)
+    except (TypeError, ValueError):
+        dtype = np.dtype(object)  # (a dtype that is refused below)
+    if dtype not in REWARDS_DTYPES:  # (None never gets here: ``np.dtype("float64") == None`` is True)
+        raise ValueError(
+            "rewards_dtype must be numpy.float32 or numpy.float64 (or their names 'float32' / 'float64'), "
+            f"got {value!r}"
+        )
+    return dtype.type

@@ -17,6 +17,7 @@ from gymnasium.vector import AutoresetMode
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn, check_open
 from vecenv.engine.replies import wait_ready
 from vecenv.errors import AlreadyPendingCallError
+from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.spaces import (
     batch_copy,
@@ -139,6 +140,8 @@ class EngineCore(VecEnv):
             self._composite_actions = isinstance(action_space, (gym.spaces.Dict, gym.spaces.Tuple))
             self.actions: Any = None
             super().__init__(num_envs, observation_space, action_space)
+            GUARD.acquire()  # (Ctrl-C is deferred inside the vector env's bookkeeping: vecenv.interrupts)
+            self._guard_release: Any = weakref.finalize(self, GUARD.release)
         except BaseException:
             self._closed = True
             with contextlib.suppress(Exception):
@@ -244,6 +247,7 @@ class EngineCore(VecEnv):
         self._ready.clear()
         self._held.clear()
         self._unsettled = False
+        self._guard_release()
         try:
             self._finalizer()
         finally:

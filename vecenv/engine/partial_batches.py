@@ -14,6 +14,7 @@ from vecenv.engine.core import AsyncState
 from vecenv.engine.recovery import Recovery
 from vecenv.engine.replies import wait_ready
 from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError, WorkerDiedError
+from vecenv.interrupts import guarded
 from vecenv.protocol import Command
 from vecenv.spaces import batch_take, fits_action_buffer, num_actions, split_actions
 
@@ -32,6 +33,7 @@ class PartialBatches(Recovery):
     def batch_size(self, value: int) -> None:
         self._batch_size = checked_batch_size(value, self.num_envs)
 
+    @guarded(raise_at_end=False)
     def async_reset(self) -> None:
         """Start resetting every env; collect first observations with :meth:`recv` (EnvPool's ``async_reset``).
 
@@ -61,6 +63,7 @@ class PartialBatches(Recovery):
             self._state = AsyncState.PARTIAL if self._in_flight or self._ready else AsyncState.IDLE
             self.clear_staged()
 
+    @guarded(raise_at_end=False)
     def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
         """Start stepping only the envs ``env_ids``; env ``env_ids[k]`` receives ``actions[k]`` (EnvPool's ``send``).
 
@@ -149,6 +152,7 @@ class PartialBatches(Recovery):
         if self._in_flight or ready:
             self._state = AsyncState.PARTIAL
 
+    @guarded(raise_at_end=False)
     def recv(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
         """Wait until at least :attr:`batch_size` envs have results (or all envs in flight), return them.
 

@@ -26,6 +26,7 @@ from typing import Any
 from vecenv.engine.core import EngineCore
 from vecenv.engine.replies import call_all
 from vecenv.errors import WorkerDiedError
+from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
 
 __all__ = ["Recovery"]
@@ -59,6 +60,14 @@ class Recovery(EngineCore):
             for j, info in zip(local_ids, part_infos, strict=True):
                 self._held[start + j] = info
         self._received = {}
+
+    def _hold_step_result(self, result: tuple[Any, Any, Any, list[dict[str, Any]]]) -> None:
+        """A Ctrl-C was deferred while the step that returned ``result`` was collected: every env holds its result
+        (the buffers still have them), so the next step returns it instead of stepping again; then the interrupt
+        is raised (:mod:`vecenv.interrupts`)."""
+        for env_id, info in enumerate(result[3]):
+            self._held[env_id] = info
+        GUARD.raise_deferred()
 
     def _settle(self) -> None:
         """Collect the STEP replies an interrupted step left unread; their envs hold those results."""
@@ -238,6 +247,7 @@ class Recovery(EngineCore):
 
         call_all(collect, sent, [workers[w] for w in sent])
 
+    @guarded()
     def push_staged(self) -> None:
         """Hand the staged seeds / options to the envs now, for their next reset, whichever comes first (the
         caller's or an automatic one); nothing to do when none are staged."""

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import logger, spaces
 from gymnasium.core import RenderFrame
-from gymnasium.vector import AutoresetMode
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.async_vector_env import AsyncState
 
 from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError, RemoteTraceback, env_index_of, other_errors
@@ -27,6 +27,7 @@ from vecenv.gymnasium.async_backend import (
 )
 from vecenv.gymnasium.observation_modes import check_observation_mode
 from vecenv.gymnasium.vector_env import VecenvVectorEnv, values_per_env
+from vecenv.interrupts import guarded
 from vecenv.protocol import Command
 from vecenv.vec_env import CallRequests, ResetRequests
 
@@ -73,7 +74,9 @@ def _logging_env_errors() -> Iterator[None]:
         raise
 
 
-class AsyncVectorEnv(VecenvVectorEnv):
+# Gymnasium's VectorEnv is listed as a direct base (it is VecenvVectorEnv's base too, so the MRO is unchanged):
+# libraries that recognise a Gymnasium vector env by a class's direct bases (skrl's wrap_env) see one
+class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
     """``gymnasium.vector.AsyncVectorEnv`` on vecenv's :class:`~vecenv.SubprocVecEnv`: several envs per worker
     process, observations, rewards, flags and actions in shared memory, one small message per worker per step.
 
@@ -248,6 +251,7 @@ class AsyncVectorEnv(VecenvVectorEnv):
 
     # --- step -----------------------------------------------------------------------------------------
 
+    @guarded(raise_at_end=False)
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env: :meth:`step_async` then :meth:`step_wait`.
 
@@ -259,6 +263,7 @@ class AsyncVectorEnv(VecenvVectorEnv):
         self.step_async(actions)
         return self.step_wait()
 
+    @guarded(raise_at_end=False)
     def step_async(self, actions: Any) -> None:
         """Start stepping every env with its action of the batch ``actions``; collect with :meth:`step_wait`.
 
@@ -272,6 +277,7 @@ class AsyncVectorEnv(VecenvVectorEnv):
         self._venv.step_async(self._convert_actions(actions))
         self._state = AsyncState.WAITING_STEP
 
+    @guarded(raise_at_end=False)
     def step_wait(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Collect the step started by :meth:`step_async`.
 

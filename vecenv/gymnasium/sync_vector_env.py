@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
-from gymnasium.vector import AutoresetMode
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
 from vecenv.gymnasium.observation_modes import (
@@ -21,6 +21,7 @@ from vecenv.gymnasium.observation_modes import (
     unwrap_space_override,
 )
 from vecenv.gymnasium.vector_env import VecenvVectorEnv, values_per_env
+from vecenv.interrupts import guarded
 from vecenv.vec_env import DummyVecEnv
 
 __all__ = ["GymDummyVecEnv", "SyncVectorEnv"]
@@ -34,7 +35,9 @@ class GymDummyVecEnv(DummyVecEnv):
     gymnasium_resets = True
 
 
-class SyncVectorEnv(VecenvVectorEnv):
+# Gymnasium's VectorEnv is listed as a direct base (it is VecenvVectorEnv's base too, so the MRO is unchanged):
+# libraries that recognise a Gymnasium vector env by a class's direct bases (skrl's wrap_env) see one
+class SyncVectorEnv(VecenvVectorEnv, VectorEnv):
     """``gymnasium.vector.SyncVectorEnv`` on vecenv's :class:`~vecenv.DummyVecEnv`: the envs step in sequence
     in the calling process.
 
@@ -146,6 +149,7 @@ class SyncVectorEnv(VecenvVectorEnv):
             self._autoreset_envs[env_ids] = False
         return self._reset_return(env_ids)
 
+    @guarded(raise_at_end=False)
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env with its action of the batch ``actions``.
 

@@ -9,6 +9,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from vecenv.env_group import EnvGroup
+from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.workers.base import Worker
 
@@ -61,7 +62,11 @@ class InProcessWorker(Worker):
         handler, payload = self._handler, self._payload
         self._handler = self._payload = self._command = None
         assert handler is not None, "recv() without send()"
-        return handler(payload)
+        waiting = GUARD.wait_begin()  # the envs' own code runs here: Ctrl-C is raised there at once
+        try:
+            return handler(payload)
+        finally:
+            GUARD.wait_end(waiting)
 
     def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None:
         partial = self.group.take_partial_step()

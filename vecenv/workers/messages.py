@@ -334,8 +334,9 @@ class GroupServer:
                 try:
                     dumps(info)
                 except Exception:
-                    kept, removed = drop_uncopyable(info, picklable)
-                    env_index = env_indices[p if local is None else local[p]]
+                    j = p if local is None else local[p]
+                    kept, removed = drop_uncopyable(info, picklable, self.group.nests_agent_infos(j))
+                    env_index = env_indices[j]
                     dropped.extend((env_index, what, key, type_name, reason) for key, type_name, reason in removed)
                     cleaned.append((p, kept))
                 else:

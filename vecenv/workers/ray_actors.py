@@ -18,22 +18,41 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
+import queue
+import signal
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import CloudpickleWrapper
 from vecenv.errors import WorkerDiedError
+from vecenv.interrupts import GUARD
 from vecenv.optional import import_optional
 from vecenv.protocol import Command
 from vecenv.workers.base import Worker
 from vecenv.workers.messages import CALL, OK, GroupServer, MessageWorker, build_group, dumps, label
 
-__all__ = ["ACTOR_NAMESPACE", "GroupActor", "RayWorker", "import_ray"]
+__all__ = [
+    "ACTOR_NAMESPACE",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "BoundedCall",
+    "GroupActor",
+    "RayWorker",
+    "call_bounded",
+    "import_ray",
+    "init_ray",
+    "ray_address",
+    "ray_timeout_message",
+]
+
+T = TypeVar("T")
 
 #: the Ray namespace of every actor vecenv makes (``ray.util.list_named_actors(all_namespaces=True)`` lists them)
 ACTOR_NAMESPACE = "vecenv"
@@ -42,9 +61,231 @@ ACTOR_NAMESPACE = "vecenv"
 RESERVED_ACTOR_OPTIONS = ("max_restarts", "max_task_retries", "name", "namespace", "lifetime", "get_if_exists")
 
 
+#: seconds :class:`~vecenv.RayVecEnv` waits by default for Ray itself (``connect_timeout``): to start or join a
+#: Ray instance, to answer a query of the cluster, to register an actor and to start it on a node
+DEFAULT_CONNECT_TIMEOUT = 60.0
+
+
 def import_ray(needed_by: str = "RayVecEnv") -> Any:
     """The ``ray`` module, or :class:`~vecenv.optional.MissingExtraError` naming the ``ray`` extra."""
     return import_optional("ray", needed_by, extra="ray")
+
+
+# --- bounded calls into Ray ---------------------------------------------------------------------------------
+
+
+# the lasting thread (see BoundedCall): its queue of calls, by the process that started it
+_lasting_lock = threading.Lock()
+_lasting: dict[int, queue.SimpleQueue[Callable[[], None]]] = {}
+
+
+def _serve(calls: queue.SimpleQueue[Callable[[], None]]) -> None:
+    while True:
+        calls.get()()
+
+
+def _run_on_lasting_thread(run: Callable[[], None]) -> None:
+    """Run ``run`` on the lasting daemon thread of this process (started on first use; one call at a time)."""
+    with _lasting_lock:
+        calls = _lasting.get(os.getpid())  # (a forked child has no such thread: it starts its own)
+        if calls is None:
+            calls = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(calls,), name="vecenv-ray-init", daemon=True).start()
+            _lasting.clear()
+            _lasting[os.getpid()] = calls
+        calls.put(run)
+
+
+class BoundedCall(Generic[T]):
+    """``call()`` running in a daemon thread, so that the calling thread can stop waiting for it.
+
+    Ray's waits inside its C++ core (e.g. ``ray.cluster_resources()`` while the GCS does not answer) cannot be
+    interrupted by a Python signal, so neither a signal-based timeout nor Ctrl-C ends them; a thread that is
+    joined with a deadline can be left behind instead. A call that is left behind keeps running; when it
+    finishes, ``on_late(result)`` runs in its thread (e.g. to shut down a Ray that started too late, or kill an
+    actor registered too late), if the call returned.
+
+    A call that starts processes meant to live on (``ray.init`` starting a local Ray) needs ``lasting=True``: on
+    Linux, Ray has its processes killed when the *thread* that started them ends (``PR_SET_PDEATHSIG``), so such
+    calls run one after the other on one daemon thread that lives as long as the process.
+
+    :param call: the call (no arguments).
+    :param on_late: what to do with the result of a call that finished after :meth:`wait` gave up on it.
+    :param name: the thread's name (of a new thread).
+    :param lasting: run on the process's lasting thread instead of a new one.
+    """
+
+    def __init__(
+        self,
+        call: Callable[[], T],
+        on_late: Callable[[T], object] | None = None,
+        name: str = "",
+        lasting: bool = False,
+    ) -> None:
+        self._call, self._on_late = call, on_late
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._outcome: tuple[bool, Any] | None = None
+        self._abandoned = False
+        try:
+            if lasting:
+                _run_on_lasting_thread(self._run)
+            else:
+                threading.Thread(target=self._run, name=name or "vecenv-ray-call", daemon=True).start()
+        except RuntimeError:  # no new thread at interpreter shutdown: run it here, unbounded
+            self._run()
+
+    def _run(self) -> None:
+        ok = True
+        value: Any = None
+        try:
+            value = self._call()
+        except BaseException as exc:
+            ok, value = False, exc
+        with self._lock:
+            self._outcome = (ok, value)
+            late = self._abandoned
+        self._done.set()
+        if late and ok and self._on_late is not None:
+            with contextlib.suppress(Exception):
+                self._on_late(cast(T, value))
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` seconds (None: without limit; Ctrl-C ends the wait either way) for the call to
+        finish. ``False``: it did not, and it is abandoned (see ``on_late``); also when the wait is interrupted.
+
+        :return: whether the call finished (then :meth:`result` returns its result or raises its exception).
+        """
+        finished = False
+        try:
+            finished = self._done.wait(timeout)
+        finally:
+            with self._lock:
+                finished = self._outcome is not None
+                if not finished:
+                    self._abandoned = True
+        return finished
+
+    def result(self) -> T:
+        """The call's result, or its exception raised again (only after :meth:`wait` returned ``True``)."""
+        assert self._outcome is not None, "the call has not finished"
+        ok, value = self._outcome
+        if not ok:
+            raise value
+        return cast(T, value)
+
+
+def call_bounded(
+    call: Callable[[], T],
+    timeout: float | None,
+    describe: Callable[[], str],
+    on_late: Callable[[T], object] | None = None,
+) -> T:
+    """``call()``'s result, waiting at most ``timeout`` seconds for it (None: ``call()`` runs in this thread,
+    without limit). The call's own exceptions propagate.
+
+    :param describe: the message of the :class:`TimeoutError` (built only when it is raised).
+    :param on_late: see :class:`BoundedCall`.
+    :raises TimeoutError: ``describe()``, when ``timeout`` passed first (the call is left running).
+    """
+    if timeout is None:
+        return call()
+    job = BoundedCall(call, on_late)
+    if not job.wait(timeout):
+        raise TimeoutError(describe())
+    return job.result()
+
+
+def ray_address(ray: Any, ray_init_kwargs: dict[str, Any] | None = None) -> str | None:
+    """The address of the Ray that this process uses (its GCS), or, before ``ray.init``, the one it was given:
+    ``ray_init_kwargs["address"]``, else the ``RAY_ADDRESS`` variable (which ``ray.init`` reads too); None if
+    neither is set."""
+    if ray.is_initialized():
+        with contextlib.suppress(Exception):
+            address = ray.get_runtime_context().gcs_address
+            if address:
+                return str(address)
+    address = (ray_init_kwargs or {}).get("address")
+    if address in (None, "auto"):
+        address = os.environ.get("RAY_ADDRESS") or address
+    return None if address is None else str(address)
+
+
+def ray_timeout_message(doing: str, timeout: float, address: str | None, setting: str = "connect_timeout") -> str:
+    """The message of the :class:`TimeoutError` raised when Ray itself (not an env) did not answer in time:
+    what Ray did not do (``doing``, e.g. ``"register the Ray actor ..."``), the address (None: none was given),
+    and what to check."""
+    status = "`ray status`"
+    if address is None:
+        where = (
+            "no address was given, so ray.init joins the latest Ray started with `ray start` on this machine, or "
+            "starts a new local one"
+        )
+    elif address == "local":
+        where = "a new local Ray instance"
+    else:
+        where = f"Ray at {address}"
+        status = f"`ray status --address {address}`"
+    return (
+        f"Ray did not {doing} within {setting}={timeout:g} s ({where}). Check that this is the Ray "
+        f"you meant (ray_init_kwargs['address'], the RAY_ADDRESS variable, another Ray instance on this machine), "
+        f"and that it runs and is not overloaded ({status}; a busy machine or a second Ray instance beside it "
+        f"slows its GCS down); or raise {setting} (None waits without limit)."
+    )
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.exit(signum)
+
+
+class _DropSigtermWarning(logging.Filter):
+    """Drops ray.init's warning that it set no SIGTERM handler off the main thread (:func:`init_ray` sets it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
+def init_ray(ray: Any, ray_init_kwargs: dict[str, Any], timeout: float | None) -> None:
+    """``ray.init(**ray_init_kwargs)``, waiting at most ``timeout`` seconds (None: without limit).
+
+    With a bound, ``ray.init`` runs in a daemon thread; on the main thread, the SIGTERM handler that ``ray.init``
+    installs there (``sys.exit``, so that Ray's exit handler shuts down what it started) is installed first, as
+    ``ray.init`` cannot from another thread. A ``ray.init`` that finishes after the bound passed is shut down
+    again. A ``ray.init`` that raises is shut down too (it may have started local Ray processes).
+
+    :raises TimeoutError: if Ray was not initialised within ``timeout`` seconds (naming the address).
+    :raises Exception: what ``ray.init`` raised.
+    """
+    if timeout is None:
+        try:
+            ray.init(**ray_init_kwargs)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            raise
+        return
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    worker_logger = logging.getLogger("ray._private.worker")
+    quiet = _DropSigtermWarning()
+
+    def start() -> None:
+        worker_logger.addFilter(quiet)
+        try:
+            ray.init(**ray_init_kwargs)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                ray.shutdown()  # a ray.init that failed half-way may have started local Ray processes
+            raise
+        finally:
+            worker_logger.removeFilter(quiet)
+
+    job = BoundedCall(start, on_late=lambda _: ray.shutdown(), lasting=True)
+    if not job.wait(timeout):
+        raise TimeoutError(
+            ray_timeout_message("start or join a Ray instance (ray.init)", timeout, ray_address(ray, ray_init_kwargs))
+        )
+    job.result()
 
 
 class GroupActor:
@@ -106,6 +347,9 @@ class RayWorker(MessageWorker):
     :param actor_options: Ray's actor options (``num_cpus``, ``resources``, ``scheduling_strategy``,
         ``runtime_env``, ...), without those in :data:`RESERVED_ACTOR_OPTIONS`.
     :param name: the actor's name in the :data:`ACTOR_NAMESPACE` namespace (a restart appends a counter).
+    :param connect_timeout: seconds to wait for Ray to register the actor, and again for the actor to start on
+        a node (None: without limit); see :class:`~vecenv.RayVecEnv`.
+    :raises TimeoutError: if Ray did not register the actor within ``connect_timeout``.
     """
 
     def __init__(
@@ -115,15 +359,19 @@ class RayWorker(MessageWorker):
         autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP,
         actor_options: dict[str, Any] | None = None,
         name: str | None = None,
+        connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         super().__init__(env_indices, autoreset_mode)
         self._ray = import_ray()
+        #: seconds to wait for Ray itself: to register an actor, and for the actor to start (None: forever)
+        self.connect_timeout = connect_timeout
         self._env_fns = CloudpickleWrapper(list(env_fns))
         self._actor_options = dict(actor_options or {})
         self._name = name or f"vecenv-{os.getpid()}-{id(self):x}"
         self._generation = 0
         self._ref: Any = None  # the reply to the pending request (an ObjectRef)
         self._close_ref: Any = None
+        self._where_ref: Any = None  # the reply to the new actor's first call: it has started
         self._location: tuple[int, str] | None = None
         self.actor: Any = None
         try:
@@ -143,10 +391,22 @@ class RayWorker(MessageWorker):
             "max_restarts": 0,
             "max_task_retries": 0,
         }
-        self.actor = _remote_actor_class(ray).options(**options).remote(
-            self._env_fns, self.env_indices, self.autoreset_mode.value
-        )
+        actor_class = _remote_actor_class(ray).options(**options)
+        self.actor = None
         self._location = None
+        # Ray registers a named actor with its GCS before .remote() returns: bounded, as every wait on Ray
+        self.actor = call_bounded(
+            lambda: actor_class.remote(self._env_fns, self.env_indices, self.autoreset_mode.value),
+            self.connect_timeout,
+            lambda: ray_timeout_message(
+                f"register the Ray actor {name} (envs {self.env_indices})",
+                self.connect_timeout or 0.0,
+                ray_address(ray),
+            ),
+            on_late=lambda actor: ray.kill(actor, no_restart=True),
+        )
+        # an actor runs its calls in order: `where` answers once the actor has started, before its envs exist
+        self._where_ref = self.actor.where.remote()
         self._handshake_ref = self.actor.handshake.remote()
 
     def handshake(self, timeout: float | None = None) -> tuple[gym.Space, gym.Space]:
@@ -155,17 +415,55 @@ class RayWorker(MessageWorker):
 
         :raises Exception: what an env factory raised, with its own type and message.
         :raises WorkerDiedError: if the actor died (or could not be placed) first.
-        :raises TimeoutError: if ``timeout`` passed first (the actor is killed).
+        :raises TimeoutError: if ``timeout`` passed first, or Ray did not start the actor within
+            :attr:`connect_timeout` (the actor is killed).
         """
         self._ref, self._handshake_ref = self._handshake_ref, None
         self._deadline = None if timeout is None else time.monotonic() + timeout
         try:
+            self._await_start()
             spaces: tuple[gym.Space, gym.Space] = self._reply(self._recv_raw("env construction"))
         finally:
             self._deadline = None
-        with contextlib.suppress(Exception):
-            self._location = self._ray.get(self.actor.where.remote(), timeout=10.0)
         return spaces
+
+    def _await_start(self) -> None:
+        """Wait until the new actor runs (Ray placed it on a node and started its process), at most
+        :attr:`connect_timeout` seconds, and record where it runs. When the ``reset_timeout`` deadline comes
+        first, return: the handshake's wait then reports it."""
+        ray = self._ray
+        ref, self._where_ref = self._where_ref, None
+        if ref is None:
+            return
+        bound = self.connect_timeout
+        remaining = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+        timeout = bound if remaining is None else remaining if bound is None else min(bound, remaining)
+        try:
+            pid, node = ray.get(ref, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            if bound is None or (remaining is not None and remaining <= bound):
+                return
+            address = ray_address(ray)
+            message = ray_timeout_message(
+                f"start the {self._where()} (no node had the resources of its actor_options, "
+                f"{self._resources_text()}, free, or its process did not start in time)",
+                bound,
+                address,
+            )
+            self.kill(f"The {self._where()} was killed by vecenv: Ray did not start it within connect_timeout.")
+            raise TimeoutError(message) from None
+        except KeyboardInterrupt:
+            self._where_ref = ref
+            raise
+        except Exception as exc:  # the actor could not be created (or died at once)
+            self._pending = None
+            raise self._died("env construction", exc) from exc
+        self._location = (int(pid), str(node))
+
+    def _resources_text(self) -> str:
+        options = self._actor_options
+        shown = {key: options[key] for key in ("num_cpus", "num_gpus", "memory", "resources") if key in options}
+        return ", ".join(f"{key}={value!r}" for key, value in shown.items()) or "Ray's defaults"
 
     @property
     def node_id(self) -> str | None:
@@ -193,6 +491,9 @@ class RayWorker(MessageWorker):
             raise self._died(doing, exc) from exc
 
     def _recv_raw(self, doing: Command | str) -> bytes:
+        # a wait (vecenv.interrupts): Ctrl-C is raised in it at once (a deferred one before the reference is taken);
+        # the reply stays in Ray's object store, so one that came as the interrupt did is read by the next request
+        waiting = GUARD.wait_begin()
         ray = self._ray
         ref, self._ref = self._ref, None
         assert ref is not None, "nothing to receive"
@@ -203,8 +504,10 @@ class RayWorker(MessageWorker):
             self._pending = None
             timeout = self.reset_timeout if doing is Command.RESET else self.step_timeout
             setting = "reset_timeout" if doing is Command.RESET else "step_timeout"
-            what = "the actor did not build its envs in time" if doing == "env construction" else (
-                f"it did not finish within {setting}={timeout} s"
+            what = (
+                "the actor did not build its envs in time"
+                if doing == "env construction"
+                else (f"it did not finish within {setting}={timeout} s")
             )
             self.kill(
                 f"The {self._where()} was killed by vecenv during {label(doing)}: {what}. It cannot be used "
@@ -221,6 +524,8 @@ class RayWorker(MessageWorker):
         except Exception as exc:  # the actor died, its node was lost, or Ray could not run the call
             self._pending = None
             raise self._died(doing, exc) from exc
+        finally:
+            GUARD.wait_end(waiting)
         return data
 
     def _died(self, doing: Command | str, cause: BaseException) -> WorkerDiedError:
@@ -267,9 +572,13 @@ class RayWorker(MessageWorker):
                 refs[worker._ref] = k
         if ready or not refs:
             return ready
-        done, _ = ray.wait(list(refs), num_returns=1, timeout=timeout)
-        if done:  # whatever else is ready too
-            done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        waiting = GUARD.wait_begin()  # (a wait: Ctrl-C is raised here at once, nothing half done)
+        try:
+            done, _ = ray.wait(list(refs), num_returns=1, timeout=timeout)
+            if done:  # whatever else is ready too
+                done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        finally:
+            GUARD.wait_end(waiting)
         return sorted(refs[ref] for ref in done)
 
     # --- restarts and shutdown ------------------------------------------------------------------------
@@ -280,7 +589,7 @@ class RayWorker(MessageWorker):
         if self.actor is not None:
             with contextlib.suppress(Exception):
                 self._ray.kill(self.actor, no_restart=True)
-        self._ref = self._close_ref = None
+        self._ref = self._close_ref = self._where_ref = None
         self._pending = None
         self._partial = None
         if self._lost is None:

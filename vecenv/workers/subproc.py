@@ -46,6 +46,7 @@ from gymnasium.vector import AutoresetMode
 
 from vecenv.base import CloudpickleWrapper
 from vecenv.errors import WorkerDiedError
+from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import batch_copy, batch_slice, split_actions
@@ -480,7 +481,11 @@ class SubprocWorker(MessageWorker):
             return cls._poll_any(workers, timeout)
         started = perf_counter()
         watched = [(worker._signals, worker._requests) for worker in workers]  # type: ignore[attr-defined]
-        ready = spinner.spin_any(watched, REPLIES, spinner.budget(timeout))
+        waiting = GUARD.wait_begin()  # (a wait: Ctrl-C is raised here at once, nothing half done)
+        try:
+            ready = spinner.spin_any(watched, REPLIES, spinner.budget(timeout))
+        finally:
+            GUARD.wait_end(waiting)
         if not ready:
             ready = cls._poll_any(workers, None if timeout is None else max(0.0, timeout - (perf_counter() - started)))
         spinner.observe(perf_counter() - started)
@@ -517,7 +522,12 @@ class SubprocWorker(MessageWorker):
         if ready:
             return sorted(ready)
         wait_ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
-        return sorted({owner[fd] for fd, _ in poller.poll(wait_ms)})
+        waiting = GUARD.wait_begin()
+        try:
+            events = poller.poll(wait_ms)
+        finally:
+            GUARD.wait_end(waiting)
+        return sorted({owner[fd] for fd, _ in events})
 
     @property
     def location(self) -> str:
@@ -551,7 +561,12 @@ class SubprocWorker(MessageWorker):
             if signals[REPLIES] < self._requests:  # (else wait_any saw it come: not a wait of its own)
                 started = perf_counter()
                 timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not spinner.spin(signals, REPLIES, self._requests, spinner.budget(timeout)):
+                waiting = GUARD.wait_begin()
+                try:
+                    arrived = spinner.spin(signals, REPLIES, self._requests, spinner.budget(timeout))
+                finally:
+                    GUARD.wait_end(waiting)
+                if not arrived:
                     self._poll_reply(doing, deadline)
                 spinner.observe(perf_counter() - started)
         else:
@@ -565,7 +580,13 @@ class SubprocWorker(MessageWorker):
     def _poll_reply(self, doing: Command | str, deadline: float | None) -> None:
         """Block until the reply is in the pipe; kill the worker and raise if ``deadline`` passes or it died."""
         assert self._poller is not None
-        ready = self._poller.poll(None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1))
+        waiting = GUARD.wait_begin()  # (a wait: Ctrl-C is raised here at once, nothing half done)
+        try:
+            ready = self._poller.poll(
+                None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1)
+            )
+        finally:
+            GUARD.wait_end(waiting)
         if not ready:
             self._pending = None
             pid = self.process.pid

@@ -47,6 +47,7 @@ __all__ = [
     "SB3_RUNNING_MEAN_STD",
     "SB3_VEC_NORMALIZE",
     "RestrictedUnpickler",
+    "Sb3FormatError",
     "allowed_globals",
     "encode_sb3_pickle",
     "is_pickle",
@@ -414,6 +415,21 @@ def _sb3_attributes(vec_normalize: Any) -> dict[str, Any]:
     return attributes
 
 
+class Sb3FormatError(ValueError):
+    """A wrapper that cannot be written as an SB3 pickle vecenv's own ``load`` reads back.
+
+    :param reason: why, as a clause (``"the pickle would reference ..."``); kept as :attr:`reason`.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"Cannot save VecNormalize statistics in SB3's format: {reason}. Save in vecenv's format "
+            "(format='vecenv') instead."
+        )
+        #: why the wrapper cannot be written in SB3's format.
+        self.reason = reason
+
+
 def encode_sb3_pickle(vec_normalize: Any) -> bytes:
     """The bytes of the pickle Stable-Baselines3 2.9's ``VecNormalize.save`` writes for ``vec_normalize``.
 
@@ -428,21 +444,25 @@ def encode_sb3_pickle(vec_normalize: Any) -> bytes:
 
     :param vec_normalize: the wrapper (vecenv's :class:`~vecenv.VecNormalize`).
     :return: the pickle.
-    :raises ValueError: if the pickle would name a global :func:`allowed_globals` refuses (a space of a
-        class other than gymnasium's Box, Dict, Discrete, MultiBinary, MultiDiscrete and Tuple): vecenv
-        could not read the file back.
+    :raises Sb3FormatError: (a ValueError) if the pickle would name a global :func:`allowed_globals`
+        refuses (a space of a class other than gymnasium's Box, Dict, Discrete, MultiBinary, MultiDiscrete
+        and Tuple), so that vecenv could not read the file back, or if a space cannot be pickled at all.
     """
     buffer = io.BytesIO()
-    _Sb3NamePickler(buffer, protocol=_SB3_PROTOCOL).dump(_Sb3VecNormalize(_sb3_attributes(vec_normalize)))
+    try:
+        _Sb3NamePickler(buffer, protocol=_SB3_PROTOCOL).dump(_Sb3VecNormalize(_sb3_attributes(vec_normalize)))
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise Sb3FormatError(
+            f"the observation or action space cannot be pickled ({type(exc).__name__}: {exc})"
+        ) from exc
     data = buffer.getvalue()
     named = set(scan_pickle_globals(data))
     refused = sorted(f"{module}.{name}" for module, name in named - set(allowed_globals(_Sb3VecNormalize)))
     if refused:
-        raise ValueError(
-            f"Cannot save VecNormalize statistics in SB3's format: the pickle would reference {', '.join(refused)} "
-            "(from the observation or action space), which VecNormalize.load refuses to import; only gymnasium's "
-            "Box, Dict, Discrete, MultiBinary, MultiDiscrete and Tuple spaces are allowed. Save in vecenv's format "
-            "(the default) instead."
+        raise Sb3FormatError(
+            f"the pickle would reference {', '.join(refused)} (from the observation or action space), which "
+            "VecNormalize.load refuses to import; only gymnasium's Box, Dict, Discrete, MultiBinary, "
+            "MultiDiscrete and Tuple spaces are allowed"
         )
     return data
 
@@ -452,7 +472,7 @@ def write_sb3_pickle(path: str | os.PathLike[str], vec_normalize: Any) -> None:
 
     :param path: the destination (``str`` or :class:`os.PathLike`); written as given, no extension added.
     :param vec_normalize: the wrapper (vecenv's :class:`~vecenv.VecNormalize`).
-    :raises ValueError: see :func:`encode_sb3_pickle` (nothing is written).
+    :raises Sb3FormatError: (a ValueError) see :func:`encode_sb3_pickle` (nothing is written).
     :raises OSError: if the file cannot be written (any previous file is left unchanged).
     """
     atomic_write_bytes(path, encode_sb3_pickle(vec_normalize))

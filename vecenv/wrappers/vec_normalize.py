@@ -1,11 +1,11 @@
 """Running normalization of observations and rewards (Stable-Baselines3's ``VecNormalize``), and its helpers.
 
-The wrapper follows SB3 2.9 call for call. Saving differs: :meth:`VecNormalize.save` writes a
-pickle-free file (numpy arrays + JSON, described in :mod:`vecenv.wrappers.normalize_format`) that
-:meth:`VecNormalize.load` reads without ever executing code. ``save(path, format="sb3")`` (or
-:meth:`VecNormalize.save_sb3`) writes SB3's pickle instead, for SB3 to load. :meth:`VecNormalize.load`
-also reads SB3's pickles, through the restricted unpickler of :mod:`vecenv.wrappers.sb3_pickle`
-(as :meth:`VecNormalize.load_sb3` does).
+The wrapper follows SB3 2.9 call for call. :meth:`VecNormalize.save` writes the pickle SB3's
+``save`` writes when the file name ends in ``.pkl`` (the name SB3 code, the RL Zoo and model hubs
+use), so SB3 loads it; any other name gets a pickle-free file (numpy arrays + JSON, described in
+:mod:`vecenv.wrappers.normalize_format`) that :meth:`VecNormalize.load` reads without ever executing
+code. ``format=`` forces either. :meth:`VecNormalize.load` reads both, SB3's pickles through the
+restricted unpickler of :mod:`vecenv.wrappers.sb3_pickle` (as :meth:`VecNormalize.load_sb3` does).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
+from vecenv.atomic import atomic_write_bytes
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
 from vecenv.running_mean_std import RunningMeanStd
 from vecenv.spaces import is_image_space
@@ -34,7 +35,13 @@ from vecenv.wrappers.normalize_state import (
     check_space_matches,
     describe_space,
 )
-from vecenv.wrappers.sb3_pickle import is_pickle, read_sb3_state, write_sb3_pickle
+from vecenv.wrappers.sb3_pickle import (
+    Sb3FormatError,
+    encode_sb3_pickle,
+    is_pickle,
+    read_sb3_state,
+    write_sb3_pickle,
+)
 
 __all__ = ["NormalizationFileError", "VecNormalize", "sync_envs_normalization", "unwrap_vec_normalize"]
 
@@ -43,6 +50,8 @@ logger = logging.getLogger(__name__)
 #: What :meth:`VecNormalize.save` can write: vecenv's pickle-free file, or Stable-Baselines3's pickle.
 SaveFormat = Literal["vecenv", "sb3"]
 _SAVE_FORMATS = ("vecenv", "sb3")
+#: The file-name ending (any case) for which :meth:`VecNormalize.save` writes SB3's pickle by default.
+SB3_SUFFIX = ".pkl"
 
 _SB3_VEC_NORMALIZE = "stable_baselines3.common.vec_env.vec_normalize.VecNormalize"
 
@@ -390,49 +399,54 @@ class VecNormalize(VecEnvWrapper):
         }
 
     def save(self, save_path: str | os.PathLike[str], *, format: SaveFormat | None = None) -> None:
-        """Save the statistics and configuration to ``save_path``, atomically: in vecenv's pickle-free format
-        (the default) or, with ``format="sb3"``, as the pickle Stable-Baselines3's ``save`` writes.
+        """Save the statistics and configuration to ``save_path``, atomically: as the pickle Stable-Baselines3's
+        ``save`` writes when the name ends in ``.pkl``, in vecenv's pickle-free format otherwise.
 
         Saved: ``obs_rms`` (if present), ``ret_rms``, ``training``, ``norm_obs``, ``norm_reward``,
         ``clip_obs``, ``clip_reward``, ``gamma``, ``epsilon``, ``norm_obs_keys`` and the observation
         space. Not saved (as SB3's pickle would): the wrapped env, ``returns``, ``old_obs``,
         ``old_reward``. The file is written to a temporary file in the same folder and renamed over
         ``save_path``, so an interrupted save leaves any previous file intact. :meth:`load` reads both
-        formats.
+        formats, whatever the file's name.
 
-        - ``"vecenv"`` (default): numpy arrays and JSON, described in :mod:`vecenv.wrappers.normalize_format`;
-          loading it can never run code. SB3's ``VecNormalize.load`` cannot read it (it raises
-          ``UnpicklingError``).
         - ``"sb3"``: the pickle SB3 2.9's ``VecNormalize.save`` writes for the same wrapper (an instance of
-          ``stable_baselines3.common.vec_env.vec_normalize.VecNormalize``; SB3 is not imported), for SB3,
-          the RL Zoo or a model hub to load. Same as :meth:`save_sb3`.
+          ``stable_baselines3.common.vec_env.vec_normalize.VecNormalize``; SB3 is not imported), which SB3's
+          ``VecNormalize.load``, the RL Zoo and model hubs read. Same as :meth:`save_sb3`.
+        - ``"vecenv"``: numpy arrays and JSON, described in :mod:`vecenv.wrappers.normalize_format`;
+          loading it can never run code. SB3's ``VecNormalize.load`` cannot read it (``UnpicklingError``).
 
-        With ``format`` left out, the vecenv format is written whatever the file name; a ``save_path``
-        ending in ``.pkl`` (the name SB3 code uses) then warns that SB3 cannot read the file. Pass
-        ``format="vecenv"`` to keep that name without the warning.
+        With ``format`` left out, the name decides, as SB3 code expects: a ``save_path`` ending in ``.pkl``
+        (any case; SB3, the RL Zoo and model hubs name the file ``vecnormalize.pkl``) gets ``"sb3"``, any
+        other name ``"vecenv"``. If the wrapper cannot be written in SB3's format (an observation or action
+        space of a class vecenv's restricted unpickler does not admit, see :meth:`save_sb3`), a ``.pkl``
+        name gets vecenv's format instead, with a ``UserWarning`` naming the file and the reason.
 
         :param save_path: the file to write (``str`` or :class:`pathlib.Path`), used as given (no extension added).
-        :param format: ``"vecenv"`` or ``"sb3"`` (keyword only); None: ``"vecenv"``.
-        :raises ValueError: if ``format`` is another value, or (``"sb3"``) if the observation or action space
-            is not one of gymnasium's Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple (vecenv could not
-            load the pickle back); nothing is written.
-        :raises TypeError: (``"vecenv"``) if ``norm_obs_keys`` or the Dict keys are neither strings nor integers.
+        :param format: ``"vecenv"`` or ``"sb3"`` (keyword only) to force the format; None: chosen by the name.
+        :raises ValueError: if ``format`` is another value, or (``format="sb3"``) if the observation or action
+            space is not one of gymnasium's Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple (vecenv could
+            not load the pickle back); nothing is written.
+        :raises TypeError: (vecenv's format) if ``norm_obs_keys`` or the Dict keys are neither strings nor
+            integers.
         :raises OSError: if the file cannot be written (any previous file is left unchanged).
         """
         if format is not None and format not in _SAVE_FORMATS:
-            raise ValueError(f"format must be one of {_SAVE_FORMATS} (or None for 'vecenv'), got {format!r}")
+            raise ValueError(
+                f"format must be one of {_SAVE_FORMATS} (or None: 'sb3' for a name ending in {SB3_SUFFIX!r}, "
+                f"'vecenv' otherwise), got {format!r}"
+            )
         if format == "sb3":
             write_sb3_pickle(save_path, self)
             return
-        if format is None and os.fspath(save_path).lower().endswith(".pkl"):
-            warnings.warn(
-                "VecNormalize.save writes vecenv's pickle-free format, also to a '.pkl' file: vecenv's "
-                "VecNormalize.load reads it, but Stable-Baselines3 (and the RL Zoo, a model hub) cannot "
-                "(UnpicklingError). Pass format='sb3' (or call save_sb3) to write SB3's pickle, or "
-                "format='vecenv' to keep vecenv's format without this warning.",
-                UserWarning,
-                stacklevel=2,
-            )
+        not_sb3: Sb3FormatError | None = None
+        if format is None and os.fspath(save_path).lower().endswith(SB3_SUFFIX):
+            try:
+                data = encode_sb3_pickle(self)
+            except Sb3FormatError as exc:
+                not_sb3 = exc
+            else:
+                atomic_write_bytes(save_path, data)
+                return
         obs_rms = self.__dict__.get("obs_rms")
         state = NormalizationState(
             config=self._config(),
@@ -441,6 +455,15 @@ class VecNormalize(VecEnvWrapper):
             ret_rms=self.ret_rms,
         )
         write_normalization_file(save_path, state)
+        if not_sb3 is not None:
+            warnings.warn(
+                f"VecNormalize.save wrote {os.fspath(save_path)!r} in vecenv's pickle-free format, not in "
+                f"Stable-Baselines3's pickle format that its {SB3_SUFFIX!r} name asks for: {not_sb3.reason}. "
+                "vecenv's VecNormalize.load reads the file; Stable-Baselines3 cannot (UnpicklingError). Pass "
+                "format='vecenv' to write this format without the warning.",
+                UserWarning,
+                stacklevel=2,
+            )
 
     def save_sb3(self, save_path: str | os.PathLike[str]) -> None:
         """Save as the pickle Stable-Baselines3's ``VecNormalize.save`` writes (``save(path, format="sb3")``).

@@ -1,0 +1,367 @@
+"""Ctrl-C never splits vecenv's bookkeeping (vecenv.interrupts): wherever a SIGINT lands inside a call, the
+steps returned before and after the ``KeyboardInterrupt`` are each env's own steps, in order, none lost and none
+repeated, as an env stepped by hand gives them.
+
+The deterministic tests deliver SIGINT at the exact points where it used to break the protocol (as a request's
+``write(2)`` returns, as a reply's ``read(2)`` returns, between ``step_async`` and ``step_wait``); the stress test
+sends SIGINT at random times from another thread while a loop catches ``KeyboardInterrupt`` and steps on.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecenv
+from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
+from vecenv.interrupts import GUARD
+from vecenv.workers import subproc
+
+WAIT_MODES = ["block", "spin", "auto"]
+NEEDS_RAY = pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)")
+
+
+class TrackEnv(gym.Env):
+    """Observation ``[episode, t]``, reward ``1000 * episode + t``; episode ``e`` of env ``index`` terminates
+    after ``3 + (5 * index + 3 * e) % 7`` steps. Actions are ignored: the stream of steps is fixed."""
+
+    observation_space = gym.spaces.Box(0, 1e6, shape=(2,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.episode = -1
+        self.t = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.episode, self.t], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.episode += 1
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        terminated = self.t >= 3 + (5 * self.index + 3 * self.episode) % 7
+        return self._obs(), float(1000 * self.episode + self.t), terminated, False, {}
+
+
+def track_fns(n: int) -> list[Callable[[], gym.Env]]:
+    return [lambda i=i: TrackEnv(i) for i in range(n)]
+
+
+class HandStepped:
+    """The same envs stepped by hand, autoreset as SB3: what each returned step of the vector env must be."""
+
+    def __init__(self, n: int) -> None:
+        self.envs = [TrackEnv(i) for i in range(n)]
+        self.first = self.reset()
+        self.steps = 0
+
+    def reset(self) -> np.ndarray:
+        """Reset every env by hand (a new episode each); :return: the first observations."""
+        return np.stack([env.reset()[0] for env in self.envs])
+
+    def check(self, obs: np.ndarray, rewards: np.ndarray, dones: np.ndarray, infos: list[dict]) -> None:
+        """Step every env by hand and compare with one step's results of the vector env."""
+        for i, env in enumerate(self.envs):
+            expected_obs, reward, terminated, truncated, _ = env.step(0)
+            done = terminated or truncated
+            assert rewards[i] == reward, (self.steps, i, rewards[i], reward)
+            assert dones[i] == done, (self.steps, i, dones[i], done)
+            if done:
+                np.testing.assert_array_equal(infos[i]["terminal_observation"], expected_obs)
+                expected_obs, _ = env.reset()
+            else:
+                assert "terminal_observation" not in infos[i]
+            np.testing.assert_array_equal(obs[i], expected_obs, err_msg=f"step {self.steps}, env {i}")
+        self.steps += 1
+
+
+@pytest.fixture
+def built() -> Iterator[list[Any]]:
+    venvs: list[Any] = []
+    yield venvs
+    for venv in venvs:
+        venv.close()
+
+
+def subproc_venv(built: list[Any], n_envs: int, wait_mode: str) -> vecenv.SubprocVecEnv:
+    venv = vecenv.SubprocVecEnv(track_fns(n_envs), n_workers=2, wait_mode=wait_mode)
+    built.append(venv)
+    return venv
+
+
+class _SigintAt:
+    """Stands in for the ``os`` module in :mod:`vecenv.workers.subproc`: the ``call``-th call of ``name`` (write,
+    read) delivers SIGINT to this process as it returns, as a Ctrl-C does when it arrives during that system
+    call."""
+
+    def __init__(self, name: str, call: int) -> None:
+        self.name, self.call, self.calls, self.delivered = name, call, 0, False
+
+    def __getattr__(self, attr: str) -> Any:
+        real = getattr(os, attr)
+        if attr != self.name:
+            return real
+
+        def wrapped(*args: Any) -> Any:
+            result = real(*args)
+            self.calls += 1
+            if self.calls == self.call:
+                self.delivered = True
+                signal.raise_signal(signal.SIGINT)
+            return result
+
+        return wrapped
+
+
+def steps_until_interrupted(venv: Any, hand: HandStepped, n_steps: int) -> int:
+    """Step ``n_steps`` times, checking each step against ``hand``, catching KeyboardInterrupt and stepping on
+    (the documented loop); :return: how many calls raised it."""
+    interrupted = done = 0
+    where: list[tuple[int, list[str]]] = []
+    while done < n_steps:
+        try:
+            result = venv.step(np.zeros(venv.num_envs, dtype=np.int64))
+        except KeyboardInterrupt as exc:
+            interrupted += 1
+            where.append((done, traceback.format_tb(exc.__traceback__)[-3:]))
+            continue
+        try:
+            hand.check(*result)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the last interrupts (step, where): {where[-3:]}") from None
+        done += 1
+    return interrupted
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("wait_mode", WAIT_MODES)
+@pytest.mark.parametrize("call", [1, 2])
+def test_sigint_as_a_step_request_is_written(wait_mode: str, call: int, built: list[Any], monkeypatch) -> None:
+    """SIGINT lands as the STEP request's write(2) returns (first or second worker): the request is recorded as
+    in flight all the same, so no reply is orphaned: the steps stay each env's own, and reset() works after."""
+    venv = subproc_venv(built, 4, wait_mode)
+    hand = HandStepped(4)
+    np.testing.assert_array_equal(venv.reset(), hand.first)
+    steps_until_interrupted(venv, hand, 3)
+    fake = _SigintAt("write", call)
+    monkeypatch.setattr(subproc, "os", fake)
+    assert steps_until_interrupted(venv, hand, 20) == 1
+    assert fake.delivered
+    monkeypatch.undo()
+    np.testing.assert_array_equal(venv.reset(), hand.reset())
+    steps_until_interrupted(venv, hand, 10)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("wait_mode", WAIT_MODES)
+@pytest.mark.parametrize("call", [1, 2])
+def test_sigint_as_a_step_reply_is_read(wait_mode: str, call: int, built: list[Any], monkeypatch) -> None:
+    """SIGINT lands as a STEP reply's read(2) returns: the reply is not lost with the request still marked in
+    flight (the next step used to wait forever): the step is returned now or by the next call, and nothing
+    hangs."""
+    venv = subproc_venv(built, 4, wait_mode)
+    hand = HandStepped(4)
+    venv.reset()
+    steps_until_interrupted(venv, hand, 3)
+    fake = _SigintAt("read", call)
+    monkeypatch.setattr(subproc, "os", fake)
+    assert steps_until_interrupted(venv, hand, 20) == 1
+    assert fake.delivered
+
+
+class _SigintAfter:
+    """Wraps a bound method: SIGINT is delivered as the ``call``-th call returns."""
+
+    def __init__(self, method: Callable[..., Any], call: int = 1) -> None:
+        self.method, self.call, self.calls = method, call, 0
+
+    def __call__(self, *args: Any) -> Any:
+        result = self.method(*args)
+        self.calls += 1
+        if self.calls == self.call:
+            signal.raise_signal(signal.SIGINT)
+        return result
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", "subproc", "wrapped", pytest.param("ray", marks=NEEDS_RAY)])
+def test_sigint_between_step_async_and_step_wait(kind: str, built: list[Any], request) -> None:
+    """SIGINT lands as step() moves from step_async to step_wait: the next step() works (no
+    AlreadyPendingCallError) and no step is lost or repeated."""
+    if kind == "dummy":
+        venv: Any = vecenv.DummyVecEnv(track_fns(3))
+    elif kind == "ray":
+        request.getfixturevalue("ray_session")
+        venv = vecenv.RayVecEnv(track_fns(3), **RAY_TEST_OPTIONS)  # type: ignore[arg-type]
+    else:
+        venv = vecenv.SubprocVecEnv(track_fns(3), n_workers=2)
+    built.append(venv)
+    inner = venv
+    if kind == "wrapped":  # a wrapper's step(): the window is between its own two halves
+        venv = vecenv.VecMonitor(venv)
+    hand = HandStepped(3)
+    venv.reset()
+    steps_until_interrupted(venv, hand, 2)
+    venv.step_async = _SigintAfter(venv.step_async)
+    assert steps_until_interrupted(venv, hand, 15) == 1
+    assert not inner.waiting
+
+
+@pytest.mark.timeout(60)
+def test_sigint_in_a_wrappers_bookkeeping_is_raised_by_the_next_call(built: list[Any]) -> None:
+    """SIGINT lands after the vector env returned a step to a wrapper, inside the wrapper's step_wait: raising it
+    there would drop a finished step, so it is raised by the next call, before that call does anything."""
+    venv = vecenv.DummyVecEnv(track_fns(2))
+    built.append(venv)
+    venv.step_wait = _SigintAfter(venv.step_wait, call=2)  # the wrapper calls this one
+    wrapped = vecenv.VecMonitor(venv)
+    hand = HandStepped(2)
+    wrapped.reset()
+    hand.check(*wrapped.step(np.zeros(2, dtype=np.int64)))
+    hand.check(*wrapped.step(np.zeros(2, dtype=np.int64)))  # SIGINT arrives in here, after the envs stepped
+    with pytest.raises(KeyboardInterrupt):
+        wrapped.step(np.zeros(2, dtype=np.int64))
+    assert steps_until_interrupted(wrapped, hand, 10) == 0
+
+
+@pytest.mark.timeout(60)
+def test_sigint_in_get_attr_and_reset_is_raised_as_they_return(built: list[Any], monkeypatch) -> None:
+    """In a call that returns no step (get_attr, reset), a deferred interrupt is raised as the call ends; the
+    vector env is idle and consistent after it."""
+    venv = subproc_venv(built, 4, "block")
+    venv.reset()
+    monkeypatch.setattr(subproc, "os", _SigintAt("write", 1))
+    with pytest.raises(KeyboardInterrupt):
+        venv.get_attr("index")
+    monkeypatch.undo()
+    assert venv.get_attr("index") == [0, 1, 2, 3]
+    hand = HandStepped(4)
+    np.testing.assert_array_equal(venv.reset(), hand.reset())
+    steps_until_interrupted(venv, hand, 5)
+
+
+def test_the_handler_is_put_back_when_the_last_vector_env_closes() -> None:
+    """vecenv's SIGINT handler stands in front of the program's own only while a vector env is open; the
+    program's handler still gets every interrupt."""
+    gc.collect()  # (vector envs other tests left open are closed when collected)
+    if GUARD.users:
+        pytest.skip(f"{GUARD.users} vector envs are still open in this process")
+    calls: list[int] = []
+
+    def mine(signum: int, frame: FrameType | None) -> None:
+        calls.append(signum)
+
+    previous = signal.signal(signal.SIGINT, mine)
+    try:
+        first, second = vecenv.DummyVecEnv(track_fns(1)), vecenv.DummyVecEnv(track_fns(1))
+        first.reset()
+        assert signal.getsignal(signal.SIGINT) is not mine
+        signal.raise_signal(signal.SIGINT)  # outside any call: straight to the program's handler
+        assert calls == [signal.SIGINT]
+        first.close()
+        assert signal.getsignal(signal.SIGINT) is not mine  # the second one is still open
+        second.close()
+        assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_no_handler_is_installed_over_sig_ign() -> None:
+    """A program that ignores SIGINT gets no Python-level interrupt: vecenv installs nothing."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        venv = vecenv.DummyVecEnv(track_fns(1))
+        venv.reset()
+        venv.step(np.zeros(1, dtype=np.int64))
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        venv.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_vector_env_stepped_from_another_thread_defers_nothing(built: list[Any]) -> None:
+    """Python raises KeyboardInterrupt in the main thread only: a vector env stepped in another thread neither
+    counts sections nor defers the main thread's interrupts."""
+    venv = vecenv.DummyVecEnv(track_fns(2))
+    built.append(venv)
+    depths: list[int] = []
+    original = venv._group.step
+
+    def step(actions: Any) -> Any:
+        depths.append(GUARD.depth)
+        return original(actions)
+
+    venv._group.step = step
+
+    def run() -> None:
+        venv.reset()
+        venv.step(np.zeros(2, dtype=np.int64))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert depths == [0]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("wait_mode", WAIT_MODES)
+def test_random_sigint_stress(wait_mode: str, built: list[Any]) -> None:
+    """Thousands of steps while another thread sends SIGINT at random times; the loop catches KeyboardInterrupt
+    and steps on. Every step returned is each env's own next step (checked against envs stepped by hand), and
+    the interrupts landed both in waits and in vecenv's bookkeeping (where they were deferred).
+
+    The program's handler raises KeyboardInterrupt only for an interrupt that vecenv delivers inside one of its
+    calls: one that lands in this test's own code would break the test's bookkeeping, not vecenv's."""
+    main = threading.main_thread().ident
+    assert main is not None
+    raised = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if GUARD.depth:
+            raised.append(signum)
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    stop = threading.Event()
+    rng = np.random.default_rng(0)
+    delays = rng.uniform(0.0, 0.002, size=100_000)
+    deferred_before = GUARD.deferrals
+
+    def pester() -> None:
+        for delay in delays:
+            if stop.wait(delay):
+                return
+            signal.pthread_kill(main, signal.SIGINT)
+
+    try:
+        venv = subproc_venv(built, 4, wait_mode)
+        hand = HandStepped(4)
+        np.testing.assert_array_equal(venv.reset(), hand.first)
+        thread = threading.Thread(target=pester, daemon=True)
+        thread.start()
+        try:
+            interrupted = steps_until_interrupted(venv, hand, 3000)
+        finally:
+            stop.set()
+            thread.join()
+        time.sleep(0.01)  # (a signal sent as the thread stopped is handled before the handler is put back)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert interrupted >= 20, interrupted
+    assert GUARD.deferrals - deferred_before >= 1

@@ -1,0 +1,302 @@
+"""``rewards_dtype``: float32 rewards (SB3's DummyVecEnv, the default) or float64 (SB3's SubprocVecEnv).
+
+The rewards are checked against :class:`FractionEnv` instances stepped by hand, and :class:`vecenv.VecNormalize`'s
+return statistics against the same statistics computed with numpy from those rewards: equal bit for bit with
+float64 rewards, and different in the last bits with float32 ones (the rewards float32 rounds), which is why the
+argument exists. Where stable-baselines3 is installed, the same run is compared with SB3's own classes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing as mp
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+import vecenv
+from tests.conftest import RAY_TEST_OPTIONS
+
+HAS_SB3 = importlib.util.find_spec("stable_baselines3") is not None
+FORK = "fork" if "fork" in mp.get_all_start_methods() else None
+N_ENVS = 3
+STEPS = 40
+GAMMA = 0.99
+
+
+class FractionEnv(gym.Env):
+    """Rewards that float32 cannot hold exactly: ``(action + 1) / 3 + t / 7 + index / 11`` at step ``t`` of an
+    episode of ``4 + index`` steps (terminated at its end); the observation is ``[t, index]``."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float64)
+    action_space = spaces.Discrete(3)
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+        self.t = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.t, self.index], dtype=np.float64)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        reward = (int(action) + 1) / 3 + self.t / 7 + self.index / 11
+        return self._obs(), reward, self.t >= 4 + self.index, False, {}
+
+
+def env_fns(n: int = N_ENVS) -> list[Callable[[], gym.Env]]:
+    return [partial(FractionEnv, i) for i in range(n)]
+
+
+def actions(step: int, n: int = N_ENVS) -> np.ndarray:
+    return np.array([(step + i) % 3 for i in range(n)])
+
+
+def hand_rewards(n: int = N_ENVS, steps: int = STEPS) -> tuple[np.ndarray, np.ndarray]:
+    """The rewards ``(steps, n)`` (float64, as the envs return them) and dones of envs stepped by hand with
+    SB3's rule (an env whose episode ends is reset at once)."""
+    envs = [FractionEnv(i) for i in range(n)]
+    for env in envs:
+        env.reset()
+    rewards, dones = np.zeros((steps, n)), np.zeros((steps, n), dtype=bool)
+    for s in range(steps):
+        for i, env in enumerate(envs):
+            _, rewards[s, i], terminated, truncated, _ = env.step(actions(s, n)[i])
+            dones[s, i] = terminated or truncated
+            if dones[s, i]:
+                env.reset()
+    return rewards, dones
+
+
+def return_statistics(rewards: np.ndarray, dones: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(mean, var, count)`` of the discounted returns as SB3's VecNormalize accumulates them in float64
+    (``returns = returns * gamma + reward``, zeroed at episode ends), one batch per step, merged with SB3's
+    ``RunningMeanStd.update_from_moments`` (prior: mean 0, var 1, count 1e-4), all in numpy."""
+    mean, var, count = np.zeros(()), np.ones(()), 1e-4
+    returns = np.zeros(rewards.shape[1])
+    for s in range(rewards.shape[0]):
+        returns = returns * GAMMA + rewards[s]
+        batch_mean, batch_var, batch_count = np.mean(returns, axis=0), np.var(returns, axis=0), returns.shape[0]
+        delta = batch_mean - mean
+        total = count + batch_count
+        new_mean = mean + delta * batch_count / total
+        m_2 = var * count + batch_var * batch_count + np.square(delta) * count * batch_count / total
+        mean, var, count = new_mean, m_2 / total, batch_count + count
+        returns[dones[s]] = 0
+    return mean, var, count
+
+
+def build(backend: str, **kwargs: Any) -> vecenv.VecEnv:
+    if backend == "dummy":
+        return vecenv.DummyVecEnv(env_fns(), **kwargs)
+    if backend == "ray":
+        return vecenv.RayVecEnv(env_fns(), **RAY_TEST_OPTIONS, **kwargs)  # type: ignore[arg-type]
+    options = {
+        "subproc": {"start_method": FORK, "n_workers": 2},
+        "subproc-pickled": {"start_method": FORK, "n_workers": 2, "shared_memory": False},
+        "subproc-parent": {"start_method": FORK, "n_workers": 1, "parent_envs": 1},
+        "subproc-default-start": {"n_workers": 1},
+    }[backend]
+    return vecenv.SubprocVecEnv(env_fns(), **options, **kwargs)
+
+
+SB3_BACKENDS = ["dummy", "subproc", "subproc-pickled", "subproc-parent", "subproc-default-start"]
+BACKENDS = [*SB3_BACKENDS, "ray"]
+
+
+@pytest.fixture
+def ray_if_needed(request: pytest.FixtureRequest) -> None:
+    if request.node.callspec.params.get("backend") == "ray":
+        request.getfixturevalue("ray_session")
+
+
+def run(venv: vecenv.VecEnv, steps: int = STEPS) -> tuple[np.ndarray, np.ndarray]:
+    venv.reset()
+    rewards, dones = [], []
+    for s in range(steps):
+        _, r, d, _ = venv.step(actions(s, venv.num_envs))
+        rewards.append(r.copy())
+        dones.append(d.copy())
+    return np.array(rewards), np.array(dones)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.usefixtures("ray_if_needed")
+def test_float64_rewards_are_the_envs_rewards_bit_for_bit(backend: str) -> None:
+    expected, expected_dones = hand_rewards()
+    assert np.any(expected.astype(np.float32).astype(np.float64) != expected)  # float32 would round them
+    venv = build(backend, rewards_dtype=np.float64)
+    try:
+        assert venv.rewards_dtype is np.float64  # type: ignore[attr-defined]
+        rewards, dones = run(venv)
+    finally:
+        venv.close()
+    assert rewards.dtype == np.float64
+    np.testing.assert_array_equal(dones, expected_dones)
+    assert rewards.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.usefixtures("ray_if_needed")
+def test_default_rewards_are_float32_rounded(backend: str) -> None:
+    expected, _ = hand_rewards()
+    venv = build(backend)
+    try:
+        assert venv.rewards_dtype is np.float32  # type: ignore[attr-defined]
+        rewards, _ = run(venv)
+    finally:
+        venv.close()
+    assert rewards.dtype == np.float32
+    assert rewards.tobytes() == expected.astype(np.float32).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, np.float32),
+        (np.float32, np.float32),
+        ("float32", np.float32),
+        (np.dtype(np.float32), np.float32),
+        (np.float64, np.float64),
+        ("float64", np.float64),
+        (np.dtype(np.float64), np.float64),
+        (float, np.float64),
+    ],
+)
+def test_accepted_values(value: Any, expected: type) -> None:
+    venv = vecenv.DummyVecEnv(env_fns(2), rewards_dtype=value)
+    try:
+        assert venv.rewards_dtype is expected
+        venv.reset()
+        assert venv.step(actions(0, 2))[1].dtype == expected
+    finally:
+        venv.close()
+
+
+@pytest.mark.parametrize("value", [np.float16, "int64", int, np.longdouble, "nonsense", 1.5, np.dtype(">f8"), True])
+@pytest.mark.parametrize("cls", ["DummyVecEnv", "SubprocVecEnv", "RayVecEnv"])
+def test_other_values_are_refused_before_anything_starts(cls: str, value: Any) -> None:
+    built: list[int] = []
+
+    def counting_env() -> gym.Env:
+        built.append(1)
+        return FractionEnv()
+
+    children = set(mp.active_children())
+    with pytest.raises(ValueError, match="rewards_dtype") as caught:
+        getattr(vecenv, cls)([counting_env], rewards_dtype=value)
+    message = str(caught.value)
+    assert "numpy.float32 or numpy.float64" in message and message.endswith(f"got {value!r}")
+    assert not built and set(mp.active_children()) == children
+
+
+def test_gymnasium_backends_keep_float64() -> None:
+    """vecenv.gymnasium's backends subclass DummyVecEnv / SubprocVecEnv with float64 as their class default:
+    the constructor's None keeps it."""
+    import vecenv.gymnasium as vg
+
+    envs = vg.SyncVectorEnv(env_fns(2))
+    try:
+        envs.reset()
+        assert envs.step(actions(0, 2))[1].dtype == np.float64
+    finally:
+        envs.close()
+
+
+def test_recv_returns_rewards_in_the_dtype() -> None:
+    expected, _ = hand_rewards(steps=1)
+    venv = vecenv.SubprocVecEnv(env_fns(), start_method=FORK, n_workers=N_ENVS, rewards_dtype="float64")
+    try:
+        venv.reset()
+        venv.send(actions(0), np.arange(N_ENVS))
+        got: dict[int, np.float64] = {}
+        while len(got) < N_ENVS:
+            _, rewards, _, _, env_ids = venv.recv()
+            assert rewards.dtype == np.float64
+            got.update(zip(env_ids.tolist(), rewards, strict=True))
+    finally:
+        venv.close()
+    assert np.array([got[i] for i in range(N_ENVS)]).tobytes() == expected[0].tobytes()
+
+
+def test_make_vec_env_passes_rewards_dtype() -> None:
+    venv = vecenv.make_vec_env(
+        FractionEnv,
+        n_envs=2,
+        vec_env_cls=vecenv.SubprocVecEnv,
+        vec_env_kwargs={"rewards_dtype": np.float64, "start_method": FORK},
+    )
+    try:
+        venv.reset()
+        assert venv.step(actions(0, 2))[1].dtype == np.float64
+    finally:
+        venv.close()
+
+
+def normalized_run(venv: Any, steps: int = STEPS) -> tuple[Any, np.ndarray]:
+    """Step ``VecNormalize(venv)`` (SB3's defaults, ``gamma=GAMMA``); return it (closed) and its rewards."""
+    norm = vecenv.VecNormalize(venv, gamma=GAMMA)
+    norm.reset()
+    rewards = []
+    for s in range(steps):
+        rewards.append(norm.step(actions(s, venv.num_envs))[1])
+    norm.close()
+    return norm, np.array(rewards)
+
+
+@pytest.mark.parametrize("backend", ["dummy", "subproc", "subproc-pickled"])
+def test_vec_normalize_statistics_equal_numpy_on_float64_rewards(backend: str) -> None:
+    rewards, dones = hand_rewards()
+    mean, var, count = return_statistics(rewards, dones)
+    norm, _ = normalized_run(build(backend, rewards_dtype=np.float64))
+    assert (norm.ret_rms.mean.tobytes(), norm.ret_rms.var.tobytes(), norm.ret_rms.count) == (
+        mean.tobytes(),
+        var.tobytes(),
+        count,
+    )
+    # the default float32 rewards: the statistics of the rewards float32 rounded, which differ in the last bits
+    norm32, _ = normalized_run(build(backend))
+    mean32, var32, _ = return_statistics(rewards.astype(np.float32).astype(np.float64), dones)
+    assert (norm32.ret_rms.mean.tobytes(), norm32.ret_rms.var.tobytes()) == (mean32.tobytes(), var32.tobytes())
+    assert norm32.ret_rms.var != var and abs(norm32.ret_rms.var - var) < 1e-6 * var
+
+
+@pytest.mark.sb3
+@pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 is not installed (make test-sb3)")
+def test_vec_normalize_over_float64_rewards_matches_sb3_subproc_vec_env() -> None:
+    """SB3's VecNormalize over SB3's SubprocVecEnv and vecenv's over ``SubprocVecEnv(rewards_dtype=np.float64)``:
+    the same rewards (dtype and bits), normalized rewards and return statistics."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv as SB3SubprocVecEnv
+    from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
+
+    ref = SB3SubprocVecEnv(env_fns(), start_method=FORK)
+    ref_raw, _ = run(ref)
+    ref_norm = SB3VecNormalize(SB3SubprocVecEnv(env_fns(), start_method=FORK), gamma=GAMMA)
+    ref_norm.reset()
+    ref_rewards = np.array([ref_norm.step(actions(s))[1] for s in range(STEPS)])
+    ref_norm.close()
+    ref.close()
+
+    ours = vecenv.SubprocVecEnv(env_fns(), start_method=FORK, n_workers=2, rewards_dtype=np.float64)
+    try:
+        raw, _ = run(ours)
+    finally:
+        ours.close()
+    norm, rewards = normalized_run(build("subproc", rewards_dtype=np.float64))
+    assert raw.dtype == ref_raw.dtype == np.float64 and raw.tobytes() == ref_raw.tobytes()
+    assert rewards.dtype == ref_rewards.dtype and rewards.tobytes() == ref_rewards.tobytes()
+    assert (norm.ret_rms.mean.tobytes(), norm.ret_rms.var.tobytes(), norm.ret_rms.count) == (
+        ref_norm.ret_rms.mean.tobytes(),
+        ref_norm.ret_rms.var.tobytes(),
+        ref_norm.ret_rms.count,
+    )

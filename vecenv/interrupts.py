@@ -1,0 +1,217 @@
+"""Ctrl-C that never splits vecenv's bookkeeping.
+
+CPython raises ``KeyboardInterrupt`` in the main thread at whatever point the interpreter is when it next checks
+for signals: between a request's bytes going out and the request being recorded as in flight, between a reply
+being read and the request being marked answered, between ``step_async`` and ``step_wait``. Raised there, the
+interrupt would orphan a reply or lose one, and the vector env would return the wrong step's results or wait
+for a reply that never comes.
+
+So vecenv's calls run as *sections* in which an interrupt is *deferred*: the SIGINT handler records it and the
+code goes on. The section's *waits* are the exceptions: while vecenv waits for its workers (a pipe, a spin on
+shared memory, Ray) or runs an env's own code in the calling process, nothing is half done, so an interrupt
+is raised there at once, as before (a deferred one is raised as a wait begins). A deferred interrupt is raised
+at the first of:
+
+- the next wait (the requests in flight are collected by the next call; see docs/reliability.md);
+- the end of the vector env's ``step_wait``, after the step's results were set aside so that the next step
+  returns them instead of stepping again (:meth:`InterruptGuard.take_deferred`);
+- the end of the outermost call, for a call that is not a step (a reset, ``get_attr``, ...: raising there
+  loses no transition);
+- the start of the next vecenv call, for an interrupt that arrived in a wrapper's own bookkeeping after the
+  vector env's ``step_wait`` returned (raising it as that step returns would drop the step's results).
+
+How: while a vector env is open, vecenv's handler stands in front of the SIGINT handler it found (Python's
+``signal.default_int_handler``, or the program's own, which it calls in turn). It is installed from the main
+thread when a call starts and the handler in place is another Python function (a program that installs its own
+handler later gets it wrapped at the next call), and put back when the last vector env closes. Programs whose
+SIGINT is ``SIG_IGN`` or ``SIG_DFL`` get no Python-level interrupt, so nothing is installed for them. Vector envs
+used from other threads need no deferral (Python raises ``KeyboardInterrupt`` in the main thread only), and their
+sections cost nothing.
+
+The cost per section is a few attribute operations and one ``_signal.getsignal`` (about 0.1 us): the
+handler is installed once, not per call.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, ParamSpec, TypeVar
+
+__all__ = ["GUARD", "InterruptGuard", "guarded"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_SIGINT = int(signal.SIGINT)
+#: the C function (signal.getsignal converts its result to an enum member where it can: 60x slower)
+_getsignal: Callable[[int], Any] = importlib.import_module("_signal").getsignal
+_get_ident = threading.get_ident
+
+Handler = Callable[[int, FrameType | None], Any]
+
+
+class InterruptGuard:
+    """The process's deferral of SIGINT (one instance: :data:`GUARD`); see the module docstring.
+
+    Counters are kept for the main thread only: :meth:`enter` returns whether the calling thread is counted, and
+    the same flag goes to :meth:`leave`. Waits call :meth:`wait_begin` / :meth:`wait_end`.
+    """
+
+    def __init__(self) -> None:
+        #: nesting of the main thread's sections, and of the waits inside them
+        self.depth = 0
+        self.waiting = 0
+        #: ``(signum, frame)`` of an interrupt that arrived inside a section, outside a wait
+        self.deferred: tuple[int, FrameType | None] | None = None
+        #: the handler vecenv's stands in front of (None: not installed)
+        self.chained: Handler | None = None
+        #: open vector envs (the handler is put back when the last one closes)
+        self.users = 0
+        #: interrupts deferred so far (for tests and diagnostics)
+        self.deferrals = 0
+        self.main = threading.main_thread().ident
+        #: the handler as installed (one bound method, so that identity tells whether it is in place)
+        self.handler: Handler = self.handle
+
+    # --- the handler ------------------------------------------------------------------------------------
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        """vecenv's SIGINT handler: defer inside a section (outside its waits), else the chained handler."""
+        if self.depth and not self.waiting:
+            self.deferred = (signum, frame)
+            self.deferrals += 1
+            return
+        self._chain(signum, frame)
+
+    def _chain(self, signum: int, frame: FrameType | None) -> None:
+        chained = self.chained
+        if chained is None or chained is self.handler:  # (a handler vecenv no longer stands in front of)
+            signal.default_int_handler(signum, frame)
+        else:
+            chained(signum, frame)
+
+    def _install(self) -> None:
+        """Stand in front of the SIGINT handler in place, if it is a Python function (main thread only)."""
+        current = _getsignal(_SIGINT)
+        if current is self.handler or not callable(current):
+            return
+        try:
+            signal.signal(signal.SIGINT, self.handler)
+        except ValueError:  # not the main thread of the main interpreter
+            return
+        self.chained = current
+
+    def acquire(self) -> None:
+        """A vector env opened."""
+        self.users += 1
+
+    def release(self) -> None:
+        """A vector env closed: the last one puts the chained handler back (if vecenv's is still in place)."""
+        self.users = max(0, self.users - 1)
+        if self.users or self.chained is None or _get_ident() != self.main:
+            return
+        if _getsignal(_SIGINT) is self.handler and not self.depth:
+            try:
+                signal.signal(signal.SIGINT, self.chained)
+            except ValueError:  # pragma: no cover - checked above
+                return
+            self.chained = None
+            deferred, self.deferred = self.deferred, None
+            if deferred is not None:  # (an interrupt held over from a wrapper's bookkeeping)
+                self._chain(*deferred)
+
+    # --- sections and waits ---------------------------------------------------------------------------
+
+    def enter(self) -> bool:
+        """Start a section. An interrupt deferred past the end of the last call is raised here, before anything
+        is done.
+
+        :return: whether the section is counted (main thread); pass it to :meth:`leave`.
+        """
+        if _get_ident() != self.main:
+            return False
+        if not self.depth:
+            if _getsignal(_SIGINT) is not self.handler:
+                self._install()
+            if self.deferred is not None:
+                self.raise_deferred()
+        self.depth += 1
+        return True
+
+    def leave(self, counted: bool, raise_at_end: bool = True) -> None:
+        """End a section; at the end of the outermost one, raise a deferred interrupt if ``raise_at_end``. False
+        for a call that returns a step's results (raising would drop them) or that starts a request the caller
+        must then collect (``step_async``, ``start_call``): the next call raises it before doing anything."""
+        if not counted:
+            return
+        self.depth -= 1
+        if not self.depth:
+            self.waiting = 0  # (every wait ends inside its section: this only undoes a miscount)
+            if self.deferred is not None and raise_at_end:
+                self.raise_deferred()
+
+    def wait_begin(self) -> bool:
+        """A wait starts: interrupts are raised at once (a deferred one now).
+
+        :return: whether the wait is counted (main thread); pass it to :meth:`wait_end`, in a ``finally``.
+        """
+        if _get_ident() != self.main:
+            return False
+        if self.deferred is not None and self.depth:
+            self.raise_deferred()
+        self.waiting += 1
+        return True
+
+    def wait_end(self, counted: bool) -> None:
+        """The wait is over: interrupts are deferred again (the count drops before anything else runs, so an
+        interrupt arriving now cannot leave it raised)."""
+        if counted:
+            self.waiting -= 1
+
+    def take_deferred(self) -> bool:
+        """Whether an interrupt is deferred in the calling thread's sections (the caller then sets the results it
+        holds aside and calls :meth:`raise_deferred`)."""
+        return self.deferred is not None and _get_ident() == self.main
+
+    def raise_deferred(self) -> None:
+        """Deliver the deferred interrupt now (the chained handler raises ``KeyboardInterrupt``)."""
+        deferred, self.deferred = self.deferred, None
+        if deferred is not None:
+            self._chain(*deferred)
+
+    def after_fork(self) -> None:
+        """In a forked child: its own main thread, no sections, nothing installed by it."""
+        self.main = threading.main_thread().ident
+        self.depth = self.waiting = self.users = 0
+        self.deferred = None
+
+
+#: the process's interrupt guard
+GUARD = InterruptGuard()
+os.register_at_fork(after_in_child=GUARD.after_fork)
+
+
+def guarded(raise_at_end: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Run the decorated method as a section of :data:`GUARD` (see the module docstring).
+
+    :param raise_at_end: see :meth:`InterruptGuard.leave`.
+    """
+
+    def decorate(method: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(method)
+        def section(*args: P.args, **kwargs: P.kwargs) -> R:
+            counted = GUARD.enter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                GUARD.leave(counted, raise_at_end)
+
+        return section
+
+    return decorate
