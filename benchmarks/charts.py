@@ -3,11 +3,12 @@
 workload.
 
 The results of every file are put together (a case that appears in several files is kept from the last one),
-then ``--grid`` gets :func:`vecenv.bench.chart.plot` (every backend against N, one column per workload) and
-``--speedup`` gets :func:`vecenv.bench.chart.plot_speedup` (at ``--num-envs``, bars of env-steps/s over the plain
-loop's: the plain loop, SB3's ``SubprocVecEnv``, Gymnasium's ``AsyncVectorEnv``, vecenv's ``SubprocVecEnv`` with
-its defaults and vecenv's fastest layout). It prints the speed-ups it drew. Needs pandas and matplotlib (the
-``bench`` extra).
+then ``--grid`` gets :func:`vecenv.bench.chart.plot` (every backend, or those of ``--backends``, against N, one
+row per workload) and ``--speedup`` gets :func:`vecenv.bench.chart.plot_speedup` (at ``--num-envs``, bars of
+env-steps/s over the plain loop's: the plain loop, SB3's ``SubprocVecEnv``, Gymnasium's ``AsyncVectorEnv``,
+vecenv's ``SubprocVecEnv`` with its defaults and vecenv's fastest layout). The charts' titles name the commit
+of vecenv that ran (``vecenv bench`` records it). It prints the speed-ups it drew. Needs pandas and matplotlib
+(the ``bench`` extra).
 
     python benchmarks/charts.py cartpole/bench.json image/bench.json cpu/bench.json \\
         --grid snapshots/DATE.png --speedup snapshots/DATE-speedup.png --num-envs 16
@@ -46,8 +47,10 @@ def load_runs(paths: Sequence[str]) -> tuple[Any, dict[str, Any]]:
 
 
 def _title(machine: dict[str, Any], what: str) -> str:
+    """``what``, the commit of vecenv that ran (where the run recorded it), the machine and the date."""
     date = str(machine.get("date", ""))[:10]
-    return f"{what}: {machine.get('cpu_count')} CPUs ({machine.get('cpu_model') or 'unknown model'}), {date}"
+    commit = f" at {machine['vecenv_commit']}" if machine.get("vecenv_commit") else ""
+    return f"{what}{commit}: {machine.get('cpu_count')} CPUs ({machine.get('cpu_model') or 'unknown model'}), {date}"
 
 
 def main(argv: Sequence[str] | None = None) -> Speedup | None:
@@ -57,10 +60,17 @@ def main(argv: Sequence[str] | None = None) -> Speedup | None:
     parser.add_argument("--grid", metavar="PNG", help="write the full grid here")
     parser.add_argument("--speedup", metavar="PNG", help="write the speed-up bars here")
     parser.add_argument("--num-envs", type=int, default=None, metavar="N", help="N of the speed-up bars")
+    parser.add_argument(
+        "--backends",
+        type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
+        default=None,
+        metavar="B1,B2,...",
+        help="the backends of the grid, in legend order (default: every backend of the runs)",
+    )
     args = parser.parse_args(argv)
     df, machine = load_runs(args.runs)
     if args.grid:
-        plot(df, args.grid, title=_title(machine, "vecenv bench"))
+        plot(df, args.grid, title=_title(machine, "vecenv bench"), backends=args.backends)
     if not args.speedup:
         return None
     cores = machine.get("cpus_usable") or machine.get("cpu_count")

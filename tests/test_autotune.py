@@ -1,5 +1,6 @@
 """``vecenv bench --autotune``: it ranks the faster layout first on envs with opposite needs, keeps to its budget,
-prints the table and the constructor to paste, and refuses what it cannot do in one line with exit status 2.
+prints the table, the constructor to paste and the advice (checked on fixed rates), and refuses what it cannot do
+in one line with exit status 2; ``vecenv run --compare`` (what ``make demo`` runs) prints three of its layouts.
 
 The envs are the benchmark's own CPU-bound env (``vecenv/Cpu200us-v0``, registered by
 :mod:`vecenv.bench.workloads`, whose factory re-registers it in every worker process) with two amounts of
@@ -26,11 +27,15 @@ from tests.test_cli import _assert_one_line_error, _run_main
 from vecenv.bench.autotune import (
     LARGE_OBS_BYTES,
     MIN_BUDGET,
+    PLAIN,
     RAY_MIN_BUDGET,
     AutotuneError,
     AutotuneResult,
+    AutotuneRow,
+    Layout,
     autotune,
     check_budget,
+    compared_layouts,
     observation_bytes,
     plan_layouts,
 )
@@ -231,7 +236,7 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     [
         (["--autotune", "NoSuchEnv-v0"], "unknown env id 'NoSuchEnv-v0' (NameNotFound)"),
         (["--autotune", "CartPol-v1"], "did you mean: CartPole-v1"),
-        (["--autotune", "ALE/Pong-v5"], "install the package that provides it"),
+        (["--autotune", "Elsewhere/Pong-v5"], "no env of namespace 'Elsewhere' is registered; name the module that"),
         (["--autotune", "CartPole-v1", "--env-kwargs", "{bad"], "argument --env-kwargs: expected a JSON object"),
         (["--autotune", "CartPole-v1", "--env-kwargs", "[1]"], "argument --env-kwargs: expected a JSON object"),
         (["--autotune", "CartPole-v1", "--env-kwargs", '{"foo": 1}'], "cannot create CartPole-v1"),
@@ -249,3 +254,109 @@ def test_command_refuses_in_one_line(capsys: pytest.CaptureFixture[str], args: l
 def test_unknown_env_id_suggests_checking_the_id_and_its_package(capsys: pytest.CaptureFixture[str]) -> None:
     line = _one_line_error(capsys, "--autotune", "NoSuchEnv-v0")
     assert line.endswith("(check the id, and that the package that registers it is installed)"), line
+
+
+# --- the advice, and vecenv run --compare ------------------------------------------------------------------
+
+
+def _result(rates: dict[Layout, float | None], num_envs: int = 8) -> AutotuneResult:
+    """A result with these median rates (None: the layout failed), ranked as autotune ranks them."""
+    rows = [
+        AutotuneRow(layout, rates=[] if rate is None else [rate], status="ok" if rate is not None else "error")
+        for layout, rate in sorted(rates.items(), key=lambda item: -(item[1] or 0.0))
+    ]
+    return AutotuneResult("Env-v0", num_envs, 10.0, rows, rounds=1, wall_s=10.0, cores=2)
+
+
+PLAIN_LOOP, DUMMY = Layout(PLAIN), Layout("DummyVecEnv")
+TWO_WORKERS, ONE_WORKER = Layout("SubprocVecEnv", (("n_workers", 2),)), Layout("SubprocVecEnv", (("n_workers", 1),))
+
+
+def test_advice_for_a_cheap_env_is_dummy_with_the_step_time_where_workers_pay() -> None:
+    """Plain loop 100,000 env-steps/s: 10 us a step. Two workers: 8 envs in 400 us per vector step, of which
+    8 x 10 / 2 = 40 us of env work each, so 360 us of fixed cost; they pay once 8 x t > 8 x t / 2 + 360: t > 90 us."""
+    result = _result({PLAIN_LOOP: 100_000, DUMMY: 80_000, TWO_WORKERS: 20_000, ONE_WORKER: 15_000})
+    assert result.advice() == (
+        "use DummyVecEnv: one Env-v0 step takes 10.0 us here (in the plain loop), too little work for worker "
+        "processes to pay off, since every vector step passes actions and results between processes and wakes them "
+        "up: SubprocVecEnv(n_workers=2) reached 0.25x DummyVecEnv's rate. Worker processes pay for envs whose step "
+        "takes more than about 90 us on this machine (estimated from these rates), such as physics simulators, "
+        "emulators or image processing"
+    )
+    report = result.report().splitlines()
+    start = next(i for i, line in enumerate(report) if line.startswith("advice: "))
+    assert report[start - 1] == "fastest layout: DummyVecEnv(env_fns)"
+    paragraph = [report[start], *(line for line in report[start + 1 :] if line.startswith("  "))]
+    assert all(len(line) <= 100 for line in paragraph)
+    assert " ".join(line.strip() for line in paragraph) == f"advice: {result.advice()}"
+
+
+def test_advice_for_an_expensive_env_is_the_fastest_layout_with_processes() -> None:
+    result = _result({PLAIN_LOOP: 1_000, DUMMY: 950, TWO_WORKERS: 1_800, ONE_WORKER: 900})
+    assert result.advice() == (
+        "use SubprocVecEnv(n_workers=2): one Env-v0 step takes 1000.0 us here (in the plain loop), enough work for "
+        "worker processes stepping the envs in parallel to gain more than passing every step between processes "
+        "costs: 1.89x DummyVecEnv's rate"
+    )
+
+
+def test_advice_prefers_dummy_within_five_percent_and_needs_the_rates() -> None:
+    tie = _result({PLAIN_LOOP: 100_000, DUMMY: 80_000, TWO_WORKERS: 82_000})
+    advice = tie.advice() or ""
+    assert tie.best is not None and tie.best.layout == TWO_WORKERS
+    assert advice.startswith(
+        "use DummyVecEnv: one Env-v0 step takes 10.0 us here (in the plain loop), and SubprocVecEnv(n_workers=2) was "
+        "only 2% faster, within the noise of a shared machine, while DummyVecEnv starts no processes. "
+    ), advice
+    # one worker (one core) tells nothing about when several pay
+    assert "Worker processes pay" not in (
+        _result({PLAIN_LOOP: 100_000, DUMMY: 80_000, ONE_WORKER: 20_000}).advice() or ""
+    )
+    assert _result({PLAIN_LOOP: 100_000, DUMMY: None, TWO_WORKERS: 20_000}).advice() is None
+    assert _result({PLAIN_LOOP: 100_000, DUMMY: 80_000}).advice() is None
+    assert _result({PLAIN_LOOP: None, DUMMY: 80_000, TWO_WORKERS: 20_000}).advice() is None
+
+
+def test_compared_layouts_follow_the_run() -> None:
+    labels = [layout.label for layout in compared_layouts(8)]
+    assert labels == ["plain loop (reference)", "DummyVecEnv", f"SubprocVecEnv(n_workers={min(CORES, 8)})"]
+    assert compared_layouts(2, {"n_workers": 3})[2].label == "SubprocVecEnv(n_workers=2)"
+    parent = compared_layouts(4, {"parent_envs": 2, "wait_mode": "block"})[2]
+    assert parent.label == f"SubprocVecEnv(n_workers={max(1, min(CORES - 1, 2))}, parent_envs=2, wait_mode='block')"
+
+
+def test_run_compare_prints_the_three_layouts_and_the_advice(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``vecenv run ... --compare`` (what ``make demo`` runs): after the summary, the three layouts on the run's envs
+    (the subproc one with the run's options), ranked, the fastest, and the advice naming one of them."""
+    import vecenv.bench.autotune as autotune_module
+
+    monkeypatch.setattr(autotune_module, "COMPARE_BUDGET", MIN_BUDGET)
+    before = set(mp.active_children())
+    args = ["run", "CartPole-v1", "-n", "2", "--steps", "20", "-b", "subproc", "--n-workers", "1", "--compare"]
+    code, out, err = _run_main(capsys, *args)
+    assert code == 0, err
+    summary, compare = out.split("\n\ncompare: ", 1)
+    assert summary.startswith("env_id:") and "env_steps:           20" in summary
+    assert compare.startswith("the same 2 envs, without wrappers, in a plain loop, DummyVecEnv and SubprocVecEnv")
+    assert re.search(r"^CartPole-v1, 2 envs: \d+ rounds in [\d.]+ s \(budget 5 s\)", compare, re.MULTILINE), compare
+    assert TABLE_HEADER.search(compare), compare
+    rows = re.findall(r"^\| +(ref|\d) \| (\S[^|]*?) +\| +([\d,]+) \|", compare, re.MULTILINE)
+    assert sorted(label for _, label, _ in rows) == [
+        "DummyVecEnv",
+        "SubprocVecEnv(n_workers=1)",
+        "plain loop (reference)",
+    ]
+    assert sorted(rank for rank, _, _ in rows) == ["1", "2", "ref"]
+    fastest = next(label for rank, label, _ in rows if rank == "1")
+    constructors = {
+        "DummyVecEnv": "DummyVecEnv(env_fns)",
+        "SubprocVecEnv(n_workers=1)": "SubprocVecEnv(env_fns, n_workers=1)",
+    }
+    assert f"\nfastest layout: {constructors[fastest]}\n" in compare, compare
+    advice = re.search(r"^advice: (.*?)\nmachine: ", compare, re.MULTILINE | re.DOTALL)
+    assert advice is not None, compare
+    text = " ".join(advice.group(1).split())
+    assert re.match(r"use (DummyVecEnv|SubprocVecEnv\(n_workers=1\)): one CartPole-v1 step takes [\d.]+ us here", text)
+    assert set(mp.active_children()) == before

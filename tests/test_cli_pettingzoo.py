@@ -6,6 +6,7 @@ row ``k`` = env ``k // A``, agent ``k % A``, actions from ``batch_space(agent ac
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from typing import Any
@@ -15,13 +16,23 @@ import pytest
 from gymnasium.vector.utils import batch_space
 
 from tests.test_cli import SUMMARY_KEYS, TIMEOUT, _assert_one_line_error, _episode_stats, _run_main, _vecenv_exe
+from vecenv import cli
 
 simple_spread_v3 = pytest.importorskip("mpe2.simple_spread_v3")
 
 SPREAD = "mpe2.simple_spread_v3"
 EXPECTED = "a registered Gymnasium env id or a PettingZoo env module with a parallel_env function"
-#: vecenv run's summary keys, with the lines of a PettingZoo env
-KEYS = [*SUMMARY_KEYS[:3], "agents", "rows", *SUMMARY_KEYS[3:6], "agent_steps_per_s", *SUMMARY_KEYS[6:]]
+#: vecenv run's summary keys, with the lines of a PettingZoo env: its episodes are counted per env and per agent
+KEYS = [
+    *SUMMARY_KEYS[:3],
+    "agents",
+    "rows",
+    *SUMMARY_KEYS[3:6],
+    "agent_steps_per_s",
+    "env_episodes",
+    "agent_episodes",
+    *SUMMARY_KEYS[7:],
+]
 
 
 def _summary(stdout: str) -> dict[str, str]:
@@ -33,7 +44,8 @@ def _summary(stdout: str) -> dict[str, str]:
 
 
 def _reference(env_fn: Any, n: int, steps: int, seed: int, **env_kwargs: Any) -> dict[str, str]:
-    """Episode statistics of the rows, from ``n`` envs stepped by hand. A row's episode is its agent's steps in
+    """Episode statistics of the rows, from ``n`` envs stepped by hand, with the episodes of the envs
+    (``env_episodes``) and of the agents (``agent_episodes``). A row's episode is its agent's steps in
     ``env.agents``: it ends when the agent leaves (or the env's episode ends while it is in)."""
     envs = [env_fn(**env_kwargs) for _ in range(n)]
     agents = envs[0].possible_agents
@@ -44,6 +56,7 @@ def _reference(env_fn: Any, n: int, steps: int, seed: int, **env_kwargs: Any) ->
     running: dict[tuple[int, str], list[float]] = {}
     returns: list[float] = []
     lengths: list[int] = []
+    env_episodes = 0
     for _ in range(math.ceil(steps / n)):
         batch = actions.sample()
         for i, env in enumerate(envs):
@@ -60,8 +73,10 @@ def _reference(env_fn: Any, n: int, steps: int, seed: int, **env_kwargs: Any) ->
                     lengths.append(int(episode[1]))
                     del running[(i, agent)]
             if not env.agents:
+                env_episodes += 1
                 env.reset()
-    return _episode_stats(returns, lengths)
+    stats = _episode_stats(returns, lengths)
+    return {"env_episodes": str(env_episodes), "agent_episodes": stats.pop("episodes"), **stats}
 
 
 def _stats(summary: dict[str, str]) -> dict[str, str]:
@@ -79,7 +94,8 @@ def test_run_simple_spread_rows_match_the_envs_stepped_by_hand(capsys: pytest.Ca
     assert summary["env_steps"] == "100"
     assert float(summary["agent_steps_per_s"]) == pytest.approx(3 * float(summary["steps_per_s"]), rel=0.01, abs=3)
     reference = _reference(simple_spread_v3.parallel_env, 2, 100, 3)
-    assert reference["episodes"] == "12"  # 50 steps: 2 episodes of 25 steps per env, 3 agents each
+    # 50 steps: 2 episodes of 25 steps per env, 3 agents each
+    assert (reference["env_episodes"], reference["agent_episodes"]) == ("4", "12")
     assert _stats(summary) == reference
 
 
@@ -88,7 +104,8 @@ def test_run_agents_that_leave_early_and_join_late(capsys: pytest.CaptureFixture
     when the env's episode ends, ends no second episode. Same statistics in worker processes."""
     module = "tests.pz_scripted_v0"
     reference = _reference(__import__(module, fromlist=["parallel_env"]).parallel_env, 3, 24, 5)
-    assert reference["episodes"] == "18"  # 8 steps: 2 episodes of 3 agents in each of 3 envs
+    # 8 steps: 2 episodes of 3 agents in each of 3 envs
+    assert (reference["env_episodes"], reference["agent_episodes"]) == ("6", "18")
     assert (reference["episode_length_min"], reference["episode_length_max"]) == ("2", "4")
     for backend in ("dummy", "subproc"):
         code, out, err = _run_main(capsys, "run", module, "-n", "3", "-s", "24", "--seed", "5", "-b", backend)
@@ -100,7 +117,8 @@ def test_run_agents_that_leave_early_and_join_late(capsys: pytest.CaptureFixture
 
 def test_console_script_subproc_and_profile() -> None:
     """The documented form: ``vecenv run mpe2.simple_spread_v3 -n 4 -b subproc``, with the step profile, whose
-    env-steps and episodes are the env copies' (not the rows')."""
+    env-steps and episodes are the env copies' (not the rows'), named as the summary names them: env episodes.
+    A ``spin:`` line that says the workers block gives the calling process's time between steps, not a trainer."""
     result = subprocess.run(
         [_vecenv_exe(), "run", SPREAD, "-n", "4", "-b", "subproc", "-s", "200", "--n-workers", "2", "--profile"],
         capture_output=True,
@@ -114,7 +132,29 @@ def test_console_script_subproc_and_profile() -> None:
     assert summary["backend"].startswith("subproc (") and summary["backend"].endswith(", 2 workers)")
     assert summary["rows"] == "12 (4 envs x 3 agents)" and summary["env_steps"] == "200"
     assert _stats(summary) == _reference(simple_spread_v3.parallel_env, 4, 200, 0)
-    assert profile.startswith("vecenv step profile: 50 steps, 200 env-steps, 8 episodes")  # 4 envs x 2
+    assert (summary["env_episodes"], summary["agent_episodes"]) == ("8", "24")  # 4 envs x 2, x 3 agents
+    assert profile.startswith("vecenv step profile: 50 steps, 200 env-steps, 8 env episodes, ")
+    spin = next((line for line in profile.splitlines() if line.startswith("spin: ")), "")
+    assert "trainer" not in spin and "this process" not in spin, spin
+    if "the workers now block" in spin:  # (whether the workers' spinning was paused depends on the timing)
+        pattern = r"the workers now block, leaving the cores to the calling process, which (spends \d+ us|keeps)"
+        assert re.search(pattern, spin), spin
+
+
+def test_default_steps_keep_a_run_short(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --steps, a PettingZoo env module makes DEFAULT_PETTINGZOO_STEPS env-steps (rounded up to a multiple
+    of N), a tenth of a Gymnasium env's 100,000, since each steps every agent; the help says both. (The run is
+    shortened: the default is read when the run starts.)"""
+    assert (cli.DEFAULT_STEPS, cli.DEFAULT_PETTINGZOO_STEPS) == (100_000, 10_000)
+    monkeypatch.setenv("COLUMNS", "400")  # (no line break inside the help of --steps)
+    with pytest.raises(SystemExit):
+        _run_main(capsys, "run", "--help")
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 100000, or 10000 for a PettingZoo env module, whose env-step steps all its agents)" in help_text
+    monkeypatch.setattr(cli, "DEFAULT_PETTINGZOO_STEPS", 20)
+    code, out, err = _run_main(capsys, "run", "tests.pz_scripted_v0", "-n", "3", "-b", "dummy")
+    assert code == 0, err
+    assert _summary(out)["env_steps"] == "21"  # 7 steps of 3 envs
 
 
 def test_normalize_and_check_nan_take_rows(capsys: pytest.CaptureFixture[str]) -> None:
@@ -221,3 +261,10 @@ def test_options_that_need_a_gymnasium_env(
         f"'{SPREAD}'"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_compare_needs_a_gymnasium_env(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _error(capsys, SPREAD, "--compare") == (
+        "vecenv run: error: argument --compare: needs a Gymnasium env id, whose envs the comparison makes with "
+        f"gymnasium.make; got the PettingZoo env module '{SPREAD}'"
+    )

@@ -8,6 +8,7 @@ itself measured.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
@@ -290,7 +291,7 @@ def test_table_per_env_step_and_percent() -> None:
     )
     stats = _stats(workers, send=0.1, wait=0.6, collect=0.1, outside=0.2)
     assert stats.table().splitlines() == [
-        "vecenv step profile: 1000 steps, 4000 env-steps, 0 episodes, 1.000 s, 4,000 env-steps/s",
+        "vecenv step profile: 1000 steps, 4000 env-steps, 0 env episodes, 1.000 s, 4,000 env-steps/s",
         "where                              part       us/env-step      %",
         "calling process                    send             25.00   10.0",
         "calling process                    wait            150.00   60.0",
@@ -336,6 +337,29 @@ def test_table_columns_fit_long_labels() -> None:
     assert labels[6:9] == [(f"{actor} (envs 0-1)", part) for part in ("env", "data", "idle")]
     assert labels[9][0] == "worker process 12 (envs 2-3)"
     assert len(rows) == 12
+
+
+def test_spin_line_says_what_the_calling_process_did_between_steps() -> None:
+    """With the workers' spinning paused, the ``spin:`` line names each limit the calling process went over
+    between steps (time, busy cores), with its measurement; where nothing was measured, only that it worked."""
+    spinning = dataclasses.replace(_worker("worker process 11", range(0, 2), 0.2, 0.1, 0.7, 1000), wait_mode="spin")
+    stats = dataclasses.replace(_stats((spinning,), wait=0.8, outside=0.2), workers_spin_paused=True)
+    cases = [
+        (212e-6, 0.9, ", which spends 212 us between steps on average (over 50 us)"),
+        (20e-6, 1.8, ", which keeps 1.8 cores busy between steps (over 1.5)"),
+        (
+            60e-6,
+            2.0,
+            ", which spends 60 us between steps on average (over 50 us) and keeps 2.0 cores busy between "
+            "steps (over 1.5)",
+        ),
+        (None, None, "'s work between steps"),
+    ]
+    for seconds, cores, reason in cases:
+        line = dataclasses.replace(stats, between_steps_seconds=seconds, between_steps_cores=cores).spinning()
+        assert line is not None and line.startswith("calling process blocks; workers ")
+        assert line.endswith(f"; the workers now block, leaving the cores to the calling process{reason}"), line
+    assert "the workers now block" not in (dataclasses.replace(stats, workers_spin_paused=False).spinning() or "")
 
 
 def test_advice_follows_the_numbers() -> None:
@@ -428,7 +452,7 @@ def test_run_profile_prints_the_table_after_the_summary(capsys: pytest.CaptureFi
     summary = dict(line.split(":", 1) for line in summary_text.splitlines())
     lines = profile_text.splitlines()
     episodes = int(summary["episodes"])
-    assert lines[0].startswith(f"vecenv step profile: 100 steps, 400 env-steps, {episodes} episodes, ")
+    assert lines[0].startswith(f"vecenv step profile: 100 steps, 400 env-steps, {episodes} env episodes, ")
     assert lines[1].split() == ["where", "part", "us/env-step", "%"]
     rows = [line.rsplit(maxsplit=3) for line in lines[2:] if not line.startswith("advice: ")]
     parent = [(part, float(share)) for where, part, _, share in rows if where.strip() == "calling process"]

@@ -206,7 +206,13 @@ def test_workers_stop_spinning_while_the_caller_works_between_steps(two_cores: N
         ("spin", 0, 0.0),
         ("spin", 0, 0.0),
     ]
-    assert "the workers now block: this process works between steps" in (stats.spinning() or "")
+    # the spin line says why, with what the calling process did between steps: at least the 1 ms asleep, on no core
+    assert stats.between_steps_seconds is not None and stats.between_steps_seconds >= 1e-3
+    assert stats.between_steps_cores is not None and stats.between_steps_cores < spin.MAX_CORES_BETWEEN_STEPS
+    assert (stats.spinning() or "").endswith(
+        "; the workers now block, leaving the cores to the calling process, which spends "
+        f"{stats.between_steps_seconds * 1e6:.0f} us between steps on average (over 50 us)"
+    )
     # forced spin is never paused
     forced = vecenv.SubprocVecEnv(script_fns(4), n_workers=2, wait_mode="spin")
     built.append(forced)

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from vecenv.errors import ClosedVecEnvError
+from vecenv.errors import ClosedVecEnvError, dumps_keeping_file_names
 from vecenv.interrupts import GUARD
 from vecenv.stats import StepStats
 
@@ -365,6 +365,10 @@ class VecEnv(ABC):
 class CloudpickleWrapper:
     """Holds any object and pickles it with cloudpickle (so lambdas and closures reach worker processes).
 
+    The code that cloudpickle pickles by value (the env classes and functions of the main script, local
+    functions) keeps its file name (:func:`~vecenv.errors.dumps_keeping_file_names`), so that a worker's
+    traceback names the script and shows its source lines.
+
     :param var: the object to wrap, e.g. an env factory.
     """
 
@@ -372,7 +376,7 @@ class CloudpickleWrapper:
         self.var = var
 
     def __getstate__(self) -> Any:
-        return cloudpickle.dumps(self.var)
+        return dumps_keeping_file_names(self.var)
 
     def __setstate__(self, var: Any) -> None:
         self.var = cloudpickle.loads(var)

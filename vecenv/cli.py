@@ -1,12 +1,13 @@
 """The ``vecenv`` command (also ``python -m vecenv``).
 
-``vecenv run`` steps a registered Gymnasium env, or a PettingZoo env given by its module
-(``mpe2.simple_spread_v3``: :func:`vecenv.cli_args.is_env_module_path`), with random actions through a vector env
-and prints a summary; ``vecenv plot`` draws a learning curve from monitor files; ``vecenv bench`` is in
-:mod:`vecenv.bench.cli`. User errors (unknown env id, bad option value or path, missing optional
-dependency) print one line ``vecenv <command>: error: ...`` naming the argument, what was expected and
-what was given, and exit with status 2, without a traceback. An option of another backend than the one
-chosen (:data:`BACKEND_OPTIONS`) is such an error: no option is silently ignored.
+``vecenv run`` steps a registered Gymnasium env (after importing the modules that register it:
+:func:`vecenv.cli_args.resolve_env_id`), or a PettingZoo env given by its module (``mpe2.simple_spread_v3``:
+:func:`vecenv.cli_args.is_env_module_path`), with random actions through a vector env and prints a summary;
+``vecenv plot`` draws a learning curve from monitor files; ``vecenv bench`` is in :mod:`vecenv.bench.cli`.
+User errors (unknown env id, bad option value or path, missing optional dependency) print one line
+``vecenv <command>: error: ...`` naming the argument, what was expected and what was given, and exit with
+status 2, without a traceback. An option of another backend than the one chosen (:data:`BACKEND_OPTIONS`)
+is such an error: no option is silently ignored.
 
 Output paths follow one rule: missing folders are created (the folder of an output file, or an output
 folder and its parents); a path is refused, before anything runs, when that folder cannot be created or
@@ -24,6 +25,7 @@ import math
 import multiprocessing as mp
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,8 +41,8 @@ from vecenv.cli_args import (
     OUTPUT_FILE,
     OUTPUT_FOLDER,
     UsageError,
-    check_env_id,
     check_output_path,
+    import_env_module,
     is_env_module_path,
     json_object,
     make_output_folder,
@@ -49,6 +51,7 @@ from vecenv.cli_args import (
     path_error,
     pettingzoo_env_module,
     positive_int,
+    resolve_env_id,
 )
 from vecenv.env_util import make_vec_env
 from vecenv.monitor import LoadMonitorResultsError, get_monitor_files
@@ -62,6 +65,9 @@ from vecenv.wrappers.vec_normalize import VecNormalize
 from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
 BACKENDS = ("dummy", "subproc", "ray")
+#: ``vecenv run``'s default ``--steps``: env-steps of a Gymnasium env, and of a PettingZoo env module, whose every
+#: env-step steps all its agents (a few seconds either way with a classic-control env or an MPE env).
+DEFAULT_STEPS, DEFAULT_PETTINGZOO_STEPS = 100_000, 10_000
 #: What ``--load-normalize`` reads.
 STATISTICS_FILE = "a statistics file saved by --save-normalize (VecNormalize.save)"
 #: The options of ``vecenv run`` that only some backends take; any other backend refuses them (exit status 2).
@@ -136,8 +142,18 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         default="CartPole-v1",
         metavar="ENV_ID",
-        help="registered Gymnasium env id, or a PettingZoo env module with a parallel_env function, as a dotted "
+        help="registered Gymnasium env id (ALE/... ids import ale-py's envs; MODULE:ENV_ID imports MODULE first, "
+        "e.g. ale_py:ALE/Pong-v5), or a PettingZoo env module with a parallel_env function, as a dotted "
         "module path (e.g. mpe2.simple_spread_v3: N copies of the env, one row per agent) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE before making the env, in this process and in each worker: a package that registers "
+        "Gymnasium envs when imported (repeatable)",
     )
     parser.add_argument(
         "--num-envs", "-n", type=positive_int, default=8, metavar="N", help="number of envs (default: %(default)s)"
@@ -154,9 +170,10 @@ def _add_run_env_arguments(parser: argparse.ArgumentParser) -> None:
         "--steps",
         "-s",
         type=positive_int,
-        default=100_000,
+        default=None,
         metavar="S",
-        help="total env-steps, rounded up to a multiple of N (default: %(default)s)",
+        help=f"total env-steps, rounded up to a multiple of N (default: {DEFAULT_STEPS}, or "
+        f"{DEFAULT_PETTINGZOO_STEPS} for a PettingZoo env module, whose env-step steps all its agents)",
     )
     parser.add_argument(
         "--seed", type=non_negative_int, default=0, metavar="K", help="seed of envs and actions (default: %(default)s)"
@@ -256,6 +273,13 @@ def _add_run_wrapper_arguments(parser: argparse.ArgumentParser) -> None:
         help="after the summary, print where the time went (venv.step_stats()): the calling process's and each "
         "worker's time in env steps, moving data and waiting, in us per env-step and percent, and one line of "
         "advice when the numbers suggest a change",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="after the summary, time the same envs (without wrappers) in a plain loop, DummyVecEnv and "
+        "SubprocVecEnv side by side for about 6 s, as vecenv bench --autotune does, and say which layout to use "
+        "and why",
     )
 
 
@@ -467,13 +491,15 @@ def _option_summary(args: argparse.Namespace, n: int, video_paths: list[str]) ->
 
 
 def _check_pettingzoo_args(args: argparse.Namespace) -> None:
-    """Refuse the options that need one Gymnasium env per vector-env row (a PettingZoo env has one per agent).
+    """Refuse the options that need one Gymnasium env per vector-env row (a PettingZoo env has one per agent), and
+    ``--compare``, whose layouts make their envs with ``gymnasium.make``.
 
-    :raises UsageError: for ``--monitor`` or ``--video`` with a PettingZoo env module.
+    :raises UsageError: for ``--monitor``, ``--video`` or ``--compare`` with a PettingZoo env module.
     """
     for option, value, why in (
         ("--monitor", args.monitor, "whose envs each write a Monitor file"),
         ("--video", args.video, "whose first env's frames VecVideoRecorder records"),
+        ("--compare", args.compare or None, "whose envs the comparison makes with gymnasium.make"),
     ):
         if value is not None:
             raise UsageError(
@@ -485,11 +511,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``vecenv run``: build the vector env with :func:`~vecenv.make_vec_env` (a PettingZoo env module: with
     :func:`vecenv.pettingzoo.make_vec_env`), step it, print a summary."""
     args.parallel_env = None
+    for module in args.imports:  # first: a module may register the id
+        import_env_module(module, "argument --import:")
     if is_env_module_path(args.env_id):
+        if args.imports:
+            raise UsageError(
+                f"argument --import: imports modules that register Gymnasium envs; got the PettingZoo env module "
+                f"{args.env_id!r}, which imports what it needs itself (leave --import out)"
+            )
         args.parallel_env = pettingzoo_env_module(args.env_id).parallel_env
         _check_pettingzoo_args(args)
     else:
-        check_env_id(args.env_id)
+        args.env_factory = resolve_env_id(args.env_id, args.imports).factory
     _check_run_args(args)
     n = args.num_envs
     parent_envs = args.parent_envs or 0
@@ -512,7 +545,10 @@ def _run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     n = args.num_envs
-    iterations = math.ceil(args.steps / n)
+    steps = args.steps
+    if steps is None:
+        steps = DEFAULT_STEPS if args.parallel_env is None else DEFAULT_PETTINGZOO_STEPS
+    iterations = math.ceil(steps / n)
     vec_env_kwargs: dict[str, Any] = {}
     if args.backend == "subproc":
         if args.start_method is not None:
@@ -542,7 +578,7 @@ def _run(args: argparse.Namespace) -> int:
     }
     try:
         if args.parallel_env is None:
-            venv = make_vec_env(args.env_id, monitor_dir=args.monitor, **common)
+            venv = make_vec_env(args.env_factory, monitor_dir=args.monitor, **common)
         else:
             from vecenv.pettingzoo import make_vec_env as make_agent_vec_env
 
@@ -578,7 +614,8 @@ def _run(args: argparse.Namespace) -> int:
                 stats.update(rewards if normalize is None else normalize.get_original_reward(), dones, acted)
                 bar.update(n)
         wall = time.perf_counter() - start
-        profile = inner.step_stats() if args.profile else None
+        # a PettingZoo env's summary counts the episodes of the env copies too, as the profile does
+        profile = inner.step_stats() if args.profile or args.parallel_env is not None else None
         if args.save_normalize is not None:
             assert normalize is not None
             make_output_folder("--save-normalize", args.save_normalize, folder=False)
@@ -613,7 +650,12 @@ def _run(args: argparse.Namespace) -> int:
     }
     if args.parallel_env is not None:
         summary["agent_steps_per_s"] = f"{iterations * rows / wall:.0f}"
-    summary["episodes"] = len(stats.returns)
+    if args.parallel_env is None:
+        summary["episodes"] = len(stats.returns)
+    else:  # the env copies' episodes (the profile's), and the agents' (those of the statistics below)
+        assert profile is not None
+        summary["env_episodes"] = profile.episodes
+        summary["agent_episodes"] = len(stats.returns)
     for name, values, fmt in (("return", stats.returns, ".3f"), ("length", stats.lengths, "d")):
         if values:
             summary[f"episode_{name}_mean"] = f"{np.mean(values):.3f}"
@@ -623,9 +665,40 @@ def _run(args: argparse.Namespace) -> int:
             summary[f"episode_{name}_mean"] = summary[f"episode_{name}_min"] = summary[f"episode_{name}_max"] = "n/a"
     summary |= _option_summary(args, n, video_paths)
     print("\n".join(_summary_lines(summary)))
-    if profile is not None:
+    if args.profile:
+        assert profile is not None
         print(f"\n{profile.table()}")
+    if args.compare:
+        _compare_layouts(args)
     return 0
+
+
+def _compare_layouts(args: argparse.Namespace) -> None:
+    """``--compare``: time the run's envs in a plain loop, DummyVecEnv and SubprocVecEnv (with ``--backend
+    subproc``, the run's options of that backend) with :func:`vecenv.bench.autotune.autotune`, and print its
+    report with the advice."""
+    from vecenv.bench.autotune import COMPARE_BUDGET, AutotuneError, autotune, compared_layouts
+
+    options = ("n_workers", "parent_envs", "start_method", "wait_mode") if args.backend == "subproc" else ()
+    subproc = {name: getattr(args, name) for name in options if getattr(args, name) is not None}
+    header = (
+        f"compare: the same {_plural(args.num_envs, 'env')}, without wrappers, in a plain loop, DummyVecEnv and "
+        "SubprocVecEnv, timed side by side (vecenv bench --autotune ENV_ID times more layouts)"
+    )
+    print("\n" + textwrap.fill(header, width=100, subsequent_indent="  ", break_on_hyphens=False), flush=True)
+    try:
+        result = autotune(
+            args.env_id,
+            env_kwargs=args.env_kwargs,
+            num_envs=args.num_envs,
+            budget=COMPARE_BUDGET,
+            seed=args.seed,
+            layouts=compared_layouts(args.num_envs, subproc),
+            imports=args.imports,
+        )
+    except AutotuneError as exc:
+        raise UsageError(f"argument --compare: {exc}") from None
+    print(result.report())
 
 
 # --- vecenv plot ----------------------------------------------------------------------------------------

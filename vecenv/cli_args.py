@@ -24,11 +24,13 @@ import os
 import pkgutil
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
 
 import gymnasium as gym
+from gymnasium.envs.registration import parse_env_id
 
 from vecenv.optional import install_hint
 
@@ -36,12 +38,14 @@ __all__ = [
     "EXIT_CASE_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
+    "NAMESPACE_PROVIDERS",
     "OUTPUT_FILE",
     "OUTPUT_FOLDER",
+    "EnvMaker",
     "UsageError",
-    "check_env_id",
     "check_output_path",
     "comma_list",
+    "import_env_module",
     "is_env_module_path",
     "json_object",
     "make_output_folder",
@@ -51,6 +55,7 @@ __all__ = [
     "pettingzoo_env_module",
     "positive_float",
     "positive_int",
+    "resolve_env_id",
 ]
 
 #: Exit status of a user error (one line on stderr, no traceback).
@@ -235,23 +240,167 @@ def make_output_folder(option: str, path: str, *, folder: bool) -> None:
         raise path_error(option, path, expected, f"cannot create the folder {target!r}: {os_reason(exc)}") from None
 
 
-def check_env_id(env_id: str) -> None:
-    """Refuse an env id that Gymnasium's registry does not know, naming close matches or the package to install.
+# --- Gymnasium env ids ------------------------------------------------------------------------------
 
-    :raises UsageError: if ``env_id`` is not registered.
+#: The env-id namespaces whose envs a package registers when imported, which Gymnasium 1.x does not import
+#: itself: ``{namespace: (module to import, package to install)}``. ``vecenv run ALE/Pong-v5`` imports
+#: ``ale_py`` when it is installed (as ``gymnasium.register_envs(ale_py)`` does); ``vecenv/`` holds the benchmark's
+#: workloads (:mod:`vecenv.bench.workloads`).
+NAMESPACE_PROVIDERS: dict[str, tuple[str, str]] = {
+    "ALE": ("ale_py", "ale-py"),
+    "vecenv": ("vecenv.bench.workloads", "vecenv"),
+}
+
+
+@dataclass(frozen=True)
+class EnvMaker:
+    """A picklable env factory: import ``imports``, then ``gymnasium.make(env_id, **kwargs)``.
+
+    The imports happen in the process that calls it, so a worker process started by ``forkserver`` or
+    ``spawn`` (or a Ray actor) registers the envs of a plugin package itself. As :func:`~vecenv.make_vec_env`
+    makes a string id, ``render_mode`` defaults to ``"rgb_array"``, left out when the env takes no
+    ``render_mode``.
+
+    :param env_id: a Gymnasium env id, registered once ``imports`` are imported (e.g. ``ALE/Pong-v5``).
+    :param imports: the modules to import first, in order (e.g. ``("ale_py",)``).
     """
+
+    env_id: str
+    imports: tuple[str, ...] = ()
+
+    def __call__(self, **kwargs: Any) -> gym.Env:
+        """Import the modules and make one env, with ``kwargs`` for ``gymnasium.make``."""
+        for module in self.imports:
+            importlib.import_module(module)
+        try:
+            return gym.make(self.env_id, **{"render_mode": "rgb_array", **kwargs})
+        except TypeError:
+            return gym.make(self.env_id, **kwargs)
+
+    @property
+    def factory(self) -> str | EnvMaker:
+        """What :func:`~vecenv.make_vec_env` takes for it: the id itself when nothing is to be imported, else
+        this maker."""
+        return self if self.imports else self.env_id
+
+
+#: a Python module path, as in ``module:EnvId``
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def import_env_module(module: str, where: str) -> None:
+    """Import ``module``, a module that registers Gymnasium envs when imported.
+
+    :param module: the module's name, e.g. ``ale_py``.
+    :param where: the start of the error: the argument that named it, e.g. ``"argument --import:"``.
+    :raises UsageError: when ``module`` is not a module name, is not installed (naming the modules of its package
+        with a close name), needs a package that is not installed, or its code raised while importing.
+    """
+    expected = "an installed Python module that registers Gymnasium envs when imported"
+    if not _MODULE_NAME.fullmatch(module):
+        raise UsageError(f"{where} expected {expected}, got {module!r}, which is not a Python module name")
     try:
-        gym.spec(env_id)
-    except gym.error.NamespaceNotFound:
-        namespace = env_id.split("/", 1)[0]
-        raise UsageError(
-            f"unknown env id {env_id!r}: no env of namespace {namespace!r} is registered; install the package that "
-            "provides it (e.g. ale-py for ALE/...) and check gymnasium.pprint_registry()"
-        ) from None
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing and (module == missing or module.startswith(missing + ".")):
+            close = _close_modules(module) if "." in module else ""
+            raise UsageError(
+                f"{where} expected {expected}, got {module!r}: no module named {missing!r}{close}"
+            ) from None
+        raise UsageError(f"{where} the module {module!r} needs {missing or exc}, which is not installed") from None
+    except Exception as exc:  # the module's own code raised while importing
+        raise UsageError(f"{where} cannot import the module {module!r}: {type(exc).__name__}: {exc}") from None
+
+
+def _namespace(env_id: str) -> str | None:
+    """The namespace of ``env_id`` (``ALE`` of ``ALE/Pong-v5``), None without one or for a malformed id."""
+    try:
+        namespace: str | None = parse_env_id(env_id)[0]
+    except gym.error.Error:
+        return None
+    return namespace
+
+
+def _close_ids(env_id: str) -> str:
+    """``"; did you mean: CartPole-v1, ...?"``: the registered ids close to ``env_id``, or ``""``."""
+    close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
+    return f"; did you mean: {', '.join(close)}?" if close else ""
+
+
+def _namespaces() -> set[str]:
+    """The namespaces of the registered env ids."""
+    return {spec.namespace for spec in gym.registry.values() if spec.namespace is not None}
+
+
+def _unknown_namespace(env_id: str, namespace: str, imported: str, import_option: str | None) -> UsageError:
+    """The error of an id whose namespace no imported module registers: the ways to import its package."""
+    spellings = {ns.lower(): ns for ns in _namespaces() | set(NAMESPACE_PROVIDERS)}
+    close = difflib.get_close_matches(namespace.lower(), list(spellings), n=1, cutoff=0.6)
+    hint = f" (did you mean the namespace {spellings[close[0]]!r}?)" if close else ""
+    name = env_id.partition(":")[2] or env_id
+    ways = f"MODULE:{name} (gymnasium.make's form)" + (f" or {import_option} MODULE" if import_option else "")
+    return UsageError(
+        f"unknown env id {env_id!r}: no env of namespace {namespace!r} is registered{imported}{hint}; name the "
+        f"module that registers it: {ways}"
+    )
+
+
+def resolve_env_id(env_id: str, imports: Sequence[str] = (), import_option: str | None = "--import") -> EnvMaker:
+    """The env factory of a Gymnasium env id, importing the modules that register it.
+
+    In this order: the modules of ``imports``; the module of Gymnasium's ``module:EnvId`` form
+    (``ale_py:ALE/Pong-v5``); the package of a known namespace (:data:`NAMESPACE_PROVIDERS`: ``ALE`` ->
+    ``ale_py``) when no imported module registered the id's namespace and the package is installed.
+
+    :param env_id: ``EnvId`` or ``module:EnvId``.
+    :param imports: modules to import first (``vecenv run --import``), e.g. a plugin that registers its envs.
+    :param import_option: the command's option that imports a module (named in the errors), None when the command
+        has none.
+    :return: the factory of the id (without ``module:``), which imports every module that was needed.
+    :raises UsageError: saying which applies: a module that cannot be imported; a known namespace whose package is
+        not installed (naming the package to install); an id that the imported modules do not register (with
+        close registered ids); an unknown namespace (naming the ways to import its package); an unknown id
+        (with close registered ids).
+    """
+    modules = list(imports)
+    for module in imports:
+        import_env_module(module, f"argument {import_option or '--import'}:")
+    name = env_id
+    if ":" in env_id:
+        module, _, name = env_id.partition(":")
+        if not name or ":" in name or not _MODULE_NAME.fullmatch(module):
+            raise UsageError(
+                f"argument ENV_ID: expected ENV_ID or MODULE:ENV_ID (a module to import, then a registered id, e.g. "
+                f"ale_py:ALE/Pong-v5), got {env_id!r}"
+            )
+        import_env_module(module, f"argument ENV_ID: the MODULE of {env_id!r}:")
+        modules.append(module)
+    namespace = _namespace(name)
+    if namespace in NAMESPACE_PROVIDERS and namespace not in _namespaces():
+        module, package = NAMESPACE_PROVIDERS[namespace]
+        if importlib.util.find_spec(module) is None:
+            raise UsageError(
+                f"unknown env id {env_id!r}: the {namespace}/ envs are registered by the {package} package, which "
+                f"is not installed: pip install {package}"
+            )
+        import_env_module(
+            module, f"argument ENV_ID: {env_id!r} needs {module!r}, which registers the {namespace}/ envs:"
+        )
+        modules.append(module)
+    modules = list(dict.fromkeys(modules))
+    try:
+        gym.spec(name)
+        return EnvMaker(name, tuple(modules))
     except gym.error.Error as exc:
-        close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
-        hint = f"; did you mean: {', '.join(close)}?" if close else "; see gymnasium.pprint_registry() for the ids"
-        raise UsageError(f"unknown env id {env_id!r} ({type(exc).__name__}){hint}") from None
+        error = type(exc).__name__
+    imported = f" after importing {', '.join(modules)}" if modules else ""
+    if namespace is not None and namespace not in _namespaces():
+        raise _unknown_namespace(env_id, namespace, imported, import_option)
+    hint = _close_ids(name) or "; see gymnasium.pprint_registry() for the ids"
+    if modules:
+        raise UsageError(f"unknown env id {env_id!r}: no env {name!r} is registered{imported}{hint}")
+    raise UsageError(f"unknown env id {env_id!r} ({error}){hint}")
 
 
 # --- PettingZoo env modules -------------------------------------------------------------------------

@@ -73,14 +73,13 @@ class DummyVecEnv(WorkerVecEnv):
     # the one group steps in the calling thread: step_async / step_wait call it directly, without going
     # through the worker interface (less work per step: docs/performance.md)
 
-    def step_async(self, actions: np.ndarray) -> None:
+    def _step_async(self, actions: Any) -> None:
         """Check and record the actions; the envs step in :meth:`step_wait` (as in SB3's DummyVecEnv).
 
         :param actions: as :meth:`WorkerVecEnv.step_async`.
         :raises AlreadyPendingCallError: if a step is already pending.
         :raises ValueError: as :meth:`WorkerVecEnv.step_async`, before anything reaches an env.
         """
-        counted = GUARD.enter()
         clock = self._clock
         started = clock.enter()
         try:
@@ -89,9 +88,8 @@ class DummyVecEnv(WorkerVecEnv):
             self._state = AsyncState.WAITING_STEP
         finally:
             clock.send += clock.leave(started)
-            GUARD.leave(counted, raise_at_end=False)
 
-    def step_wait(self) -> VecEnvStepReturn:
+    def _step_wait(self, counted: bool) -> VecEnvStepReturn:
         """Step every env with the actions given to :meth:`step_async`.
 
         :return: as :meth:`WorkerVecEnv.step_wait`.
@@ -100,7 +98,6 @@ class DummyVecEnv(WorkerVecEnv):
             envs before it have stepped: the next step returns their results instead of stepping them again;
             it steps the env that raised and those after it (see docs/reliability.md).
         """
-        counted = GUARD.enter()
         clock = self._clock
         started = clock.enter()
         try:
@@ -123,11 +120,10 @@ class DummyVecEnv(WorkerVecEnv):
                     raise
                 self.reset_infos[:] = reset_infos
                 result = self._step_result(infos)
-            if counted and GUARD.take_deferred():
+            if counted and GUARD.deferred is not None:
                 self._hold_step_result(result)
         finally:
             clock.collect += clock.leave(started)
-            GUARD.leave(counted, raise_at_end=False)
         clock.steps += 1
         return result
 

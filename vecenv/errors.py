@@ -1,11 +1,18 @@
-"""Exception types raised by vecenv, and the helpers that attach env context to an env's own exception.
+"""Exception types raised by vecenv, the helpers that attach env context to an env's own exception, and those that
+keep a worker's traceback readable (:func:`dumps_keeping_file_names`, :func:`add_source_lines`).
 
 This module imports nothing from the rest of vecenv.
 """
 
 from __future__ import annotations
 
+import io
+import linecache
+import marshal
 import pickle
+import re
+import types
+from collections import ChainMap
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -21,6 +28,8 @@ __all__ = [
     "UncopyableInfoError",
     "VecEnvError",
     "WorkerDiedError",
+    "add_source_lines",
+    "dumps_keeping_file_names",
 ]
 
 
@@ -167,6 +176,77 @@ def drop_uncopyable(
     return kept, dropped
 
 
+# --- readable worker tracebacks ----------------------------------------------------------------------
+
+#: cloudpickle's own reducer of code objects (it names their file ``<dynamic-code>``)
+_CLOUDPICKLE_REDUCE_CODE: Callable[[types.CodeType], Any] | None = cloudpickle.Pickler.dispatch_table.get(
+    types.CodeType
+)
+
+
+def _reduce_code(code: types.CodeType) -> Any:
+    """Pickle ``code`` whole through :mod:`marshal`, its file name included (cloudpickle writes
+    ``<dynamic-code>`` instead). Both ends run the same Python version, as cloudpickle's own code
+    pickling requires too. A code object that marshal refuses is left to cloudpickle."""
+    try:
+        return marshal.loads, (marshal.dumps(code),)
+    except ValueError:
+        if _CLOUDPICKLE_REDUCE_CODE is None:
+            raise
+        return _CLOUDPICKLE_REDUCE_CODE(code)
+
+
+class _FileNamePickler(cloudpickle.Pickler):
+    """cloudpickle's pickler, but the code of the functions and classes it pickles by value (those of the main
+    script, of a notebook, local functions) keeps its file name."""
+
+    dispatch_table = ChainMap({types.CodeType: _reduce_code}, cloudpickle.Pickler.dispatch_table)
+
+
+def dumps_keeping_file_names(obj: Any) -> bytes:
+    """``obj`` pickled by cloudpickle, the code it pickles by value keeping its file name.
+
+    cloudpickle pickles the classes and functions of the main script by value and names their code's file
+    ``<dynamic-code>``, so a traceback raised in a worker process by an env class of the main script would
+    read ``File "<dynamic-code>", line 15, in step``. Pickled by this function, it reads the script's path, and
+    the worker's traceback shows the source line, read from that file. For what is pickled once per worker
+    (its env factories), not for each step.
+
+    :param obj: the object, e.g. a list of env factories.
+    :return: bytes that :func:`pickle.loads` reads back.
+    """
+    buffer = io.BytesIO()
+    _FileNamePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buffer.getvalue()
+
+
+#: a frame line of a formatted traceback: ``  File "PATH", line N, in NAME``
+_FRAME_LINE = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+), in ')
+
+
+def add_source_lines(tb: str) -> str:
+    """``tb``, a traceback formatted in another process, with the source line of each frame that has none
+    (the file or the line was not there: a Ray actor on another machine, a notebook's cell) read from this
+    process's files and :mod:`linecache` (which holds a notebook's cells), where it has them.
+
+    :param tb: the text of :func:`traceback.format_exc` or :func:`traceback.format_exception`.
+    :return: the text with those source lines added; frames whose file this process cannot read stay as they are.
+    """
+    lines = tb.splitlines(keepends=True)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        match = _FRAME_LINE.match(line)
+        if match is None or (i + 1 < len(lines) and lines[i + 1].startswith("    ")):
+            continue
+        source = linecache.getline(match["path"], int(match["line"])).strip()
+        if source:
+            if not line.endswith("\n"):
+                out[-1] += "\n"
+            out.append(f"    {source}\n")
+    return "".join(out)
+
+
 class RemoteTraceback(Exception):
     """Carries the traceback text of an exception raised in a worker process.
 
@@ -305,7 +385,7 @@ class PackedException:
         if isinstance(exc, AttributeError) and self.missing_attribute is not None:
             name, description, names = self.missing_attribute
             exc.name, exc.obj = name, RemoteObject(description, names)
-        exc.__cause__ = RemoteTraceback(self.tb)
+        exc.__cause__ = RemoteTraceback(add_source_lines(self.tb))
         return exc
 
     def _load(self) -> BaseException:

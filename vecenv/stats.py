@@ -125,7 +125,13 @@ class StepStats:
     :param spin_hits: those whose reply came while spinning (the others went on to block).
     :param workers_spin_paused: the workers' spinning for requests is paused at the end of these accounts: with
         ``wait_mode="auto"``, the calling process spent more than 50 us, or kept more than 1.5 cores busy, between
-        steps (a trainer's work, which needs the cores; :class:`vecenv.workers.spin.BetweenSteps`), so they block.
+        steps (its own work there, such as a trainer's, gets the cores; :class:`vecenv.workers.spin.BetweenSteps`),
+        so they block.
+    :param between_steps_seconds: the mean time the calling process spent between steps in the intervals behind
+        the last decision to pause the workers' spinning or not, or None before one (or where the workers do not
+        spin with ``wait_mode="auto"``).
+    :param between_steps_cores: the cores the calling process kept busy in those intervals (CPU time of all its
+        threads over wall time), or None.
     """
 
     wall_seconds: float
@@ -144,6 +150,8 @@ class StepStats:
     spin_waits: int = 0
     spin_hits: int = 0
     workers_spin_paused: bool = False
+    between_steps_seconds: float | None = None
+    between_steps_cores: float | None = None
 
     @property
     def num_envs(self) -> int:
@@ -191,7 +199,7 @@ class StepStats:
         # the first column is as wide as its longest label (a Ray actor's name is long), at least 34
         width = max([34, *(len(where) for where, _ in rows)])
         lines = [
-            f"vecenv step profile: {self.steps} steps, {self.env_steps} env-steps, {self.episodes} episodes, "
+            f"vecenv step profile: {self.steps} steps, {self.env_steps} env-steps, {self.episodes} env episodes, "
             f"{wall:.3f} s, {self.env_steps / wall if wall > 0 else 0.0:,.0f} env-steps/s",
             f"{'where':<{width}} {header}",
             *(f"{where:<{width}} {rest}" for where, rest in rows),
@@ -227,10 +235,26 @@ class StepStats:
             per_step = seconds * 1e6 / env_steps if env_steps else 0.0
             parts.append(f"workers {per_step:.2f} us/env-step ({_share(seconds, wall)}), {_caught(hits, waits)}")
             if self.workers_spin_paused:
-                parts.append("the workers now block: this process works between steps (a trainer needs the cores)")
+                parts.append(f"the workers now block, leaving the cores to the calling process{self._between_steps()}")
         else:
             parts.append("workers block")
         return "; ".join(parts)
+
+    def _between_steps(self) -> str:
+        """``", which spends 212 us between steps on average (over 50 us)"``: what the calling process did between
+        steps that paused the workers' spinning (each limit it exceeded), or ``"'s work between steps"`` where it
+        was not measured."""
+        from vecenv.workers.spin import MAX_CORES_BETWEEN_STEPS, MAX_TIME_BETWEEN_STEPS
+
+        seconds, cores = self.between_steps_seconds, self.between_steps_cores
+        over = []
+        if seconds is not None and seconds > MAX_TIME_BETWEEN_STEPS:
+            over.append(
+                f"spends {seconds * 1e6:.0f} us between steps on average (over {MAX_TIME_BETWEEN_STEPS * 1e6:.0f} us)"
+            )
+        if cores is not None and cores > MAX_CORES_BETWEEN_STEPS:
+            over.append(f"keeps {cores:.1f} cores busy between steps (over {MAX_CORES_BETWEEN_STEPS:g})")
+        return f", which {' and '.join(over)}" if over else "'s work between steps"
 
     def __str__(self) -> str:
         return self.table()
@@ -410,5 +434,7 @@ class StepClock:
             episodes=sum(worker.episodes for worker in workers),
             workers=workers,
             workers_spin_paused=self.between is not None and self.between.paused,
+            between_steps_seconds=None if self.between is None else self.between.between,
+            between_steps_cores=None if self.between is None else self.between.cores,
             **spin,
         )

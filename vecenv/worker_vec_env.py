@@ -76,19 +76,9 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             before anything reaches an env (see :func:`vecenv.spaces.make_actions_checker`).
         """
         counted = GUARD.enter()
-        clock = self._clock
-        started = clock.enter()
         try:
-            self._begin_step(actions)
-            buffer = self._action_buffer
-            shared = buffer is not None and fits_action_buffer(buffer, actions, self.num_envs)
-            if shared:
-                write_actions(self.action_space, buffer, actions)
-            self._send_steps(actions, shared)
-            self.actions = actions
-            self._state = AsyncState.WAITING_STEP
+            self._step_async(actions)
         finally:
-            clock.send += clock.leave(started)
             GUARD.leave(counted, raise_at_end=False)
 
     def step_wait(self) -> VecEnvStepReturn:
@@ -102,18 +92,64 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             keep their results for the next step (see :meth:`step_async`).
         """
         counted = GUARD.enter()
+        try:
+            return self._step_wait(counted)
+        finally:
+            GUARD.leave(counted, raise_at_end=False)
+
+    def step(self, actions: np.ndarray) -> VecEnvStepReturn:
+        """Step every env: :meth:`step_async` then :meth:`step_wait` (as one call: a Ctrl-C never lands between
+        them, see :mod:`vecenv.interrupts`).
+
+        :param actions: as :meth:`step_async`.
+        :return: as :meth:`step_wait`.
+        """
+        if self._own_halves:
+            counted = GUARD.enter()
+            try:
+                self._step_async(actions)
+                return self._step_wait(counted)
+            finally:
+                GUARD.leave(counted, raise_at_end=False)
+        return super().step(actions)  # a subclass's own step_async / step_wait
+
+    #: whether ``step_async`` / ``step_wait`` are this module's (a subclass that overrides either one is stepped
+    #: through them, as SB3's ``VecEnv.step`` does)
+    _own_halves = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._own_halves = cls._own_halves and "step_async" not in vars(cls) and "step_wait" not in vars(cls)
+
+    def _step_async(self, actions: Any) -> None:
+        """:meth:`step_async` inside its section."""
+        clock = self._clock
+        started = clock.enter()
+        try:
+            self._begin_step(actions)
+            buffer = self._action_buffer
+            shared = buffer is not None and fits_action_buffer(buffer, actions, self.num_envs)
+            if shared:
+                write_actions(self.action_space, buffer, actions)
+            self._send_steps(actions, shared)
+            self.actions = actions
+            self._state = AsyncState.WAITING_STEP
+        finally:
+            clock.send += clock.leave(started)
+
+    def _step_wait(self, counted: bool) -> VecEnvStepReturn:
+        """:meth:`step_wait` inside its section (``counted``: see :meth:`vecenv.interrupts.InterruptGuard.enter`)."""
         clock = self._clock
         started, waited = clock.enter(), clock.wait
         try:
             self._start_collecting_step()
             result = self._collect_steps()
-            if counted and GUARD.take_deferred():
+            if counted and GUARD.deferred is not None:
                 self._hold_step_result(result)
         finally:
             clock.collect += clock.leave(started) - (clock.wait - waited)
             if clock.between is not None:
                 clock.between.left()
-            GUARD.leave(counted, raise_at_end=False)
         clock.steps += 1
         return result
 

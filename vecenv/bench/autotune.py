@@ -29,6 +29,10 @@ The layouts tried (``C`` usable cores, ``N`` envs):
 
 Start-up time and memory leave out the forkserver process that :class:`~vecenv.SubprocVecEnv` starts its
 workers from: a program starts it once, so it is started before any layout is built.
+
+``vecenv run --compare`` times three of these layouts the same way (:func:`compared_layouts`: the plain loop,
+``DummyVecEnv`` and one ``SubprocVecEnv``) within :data:`COMPARE_BUDGET`. Both print
+:meth:`AutotuneResult.advice`: which layout to use, and why, from the rates measured.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import multiprocessing as mp
 import os
 import statistics
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,11 +61,13 @@ from vecenv.bench.machine import cpu_model, cpus_usable, load_1m
 from vecenv.bench.memory import tree_rss_kib
 from vecenv.bench.tables import is_number, render_markdown
 from vecenv.bench.workloads import WorkloadFactory
-from vecenv.cli_args import UsageError, check_env_id
+from vecenv.cli_args import UsageError, resolve_env_id
 from vecenv.optional import install_hint, is_installed
 from vecenv.spaces import buffer_leaves, create_batch_buffer
+from vecenv.subproc_vec_env import default_n_workers
 
 __all__ = [
+    "COMPARE_BUDGET",
     "DEFAULT_BUDGET",
     "DEFAULT_NUM_ENVS",
     "LARGE_OBS_BYTES",
@@ -72,6 +79,7 @@ __all__ = [
     "Layout",
     "autotune",
     "check_budget",
+    "compared_layouts",
     "observation_bytes",
     "plan_layouts",
 ]
@@ -89,6 +97,9 @@ LARGE_OBS_BYTES = 16 * 1024
 #: a third of it, and usually much more, to timing.
 RAY_MIN_BUDGET = 30.0
 
+#: Seconds that ``vecenv run --compare`` times its three layouts for, closing included.
+COMPARE_BUDGET = 6.0
+
 #: Share of the budget after which no further layout is built.
 _BUILD_SHARE = 0.5
 #: Rounds the slot length aims at, and the bounds of a slot (seconds).
@@ -99,6 +110,8 @@ _WARMUP_S = 0.1
 _CLOSE_BASE_S, _CLOSE_PROCESS_S, _CLOSE_RAY_S = 0.5, 0.2, 4.0
 #: Two layouts whose rates differ by less than this share are called a tie in the report.
 _TIE = 0.05
+#: Columns the advice of the report is wrapped to.
+_ADVICE_WIDTH = 100
 
 PLAIN = "plain loop"
 
@@ -176,6 +189,23 @@ def plan_layouts(num_envs: int, obs_bytes: int, with_ray: bool) -> list[Layout]:
     if with_ray:
         layouts.append(Layout("RayVecEnv"))
     return layouts
+
+
+def compared_layouts(num_envs: int, subproc_kwargs: dict[str, Any] | None = None) -> list[Layout]:
+    """The layouts ``vecenv run --compare`` times: the plain loop (the reference), ``DummyVecEnv`` and one
+    ``SubprocVecEnv``.
+
+    :param num_envs: envs per layout.
+    :param subproc_kwargs: the ``SubprocVecEnv``'s keyword arguments (e.g. ``parent_envs``). Its ``n_workers``
+        is SubprocVecEnv's default when not given (one per usable core, less one with ``parent_envs``), and at
+        most the envs in worker processes, as SubprocVecEnv uses; the label shows the number.
+    :return: the three layouts, in build order.
+    """
+    kwargs = dict(subproc_kwargs or {})
+    parent_envs = int(kwargs.get("parent_envs") or 0)
+    n_workers = kwargs.pop("n_workers", None) or default_n_workers(parent_envs)
+    shown = {"n_workers": max(1, min(n_workers, num_envs - parent_envs)), **kwargs}
+    return [Layout(PLAIN), Layout("DummyVecEnv"), Layout("SubprocVecEnv", tuple(shown.items()))]
 
 
 def _cores() -> int:
@@ -304,6 +334,75 @@ class AutotuneResult:
             )
         return render_markdown([h for h, _ in _HEADERS], lines, [r for _, r in _HEADERS])
 
+    def _measured(self, cls: str) -> list[AutotuneRow]:
+        """The rows of the layouts of ``cls`` that have a rate, fastest first."""
+        return [row for row in self.rows if row.layout.cls == cls and row.env_steps_per_s is not None]
+
+    def advice(self) -> str | None:
+        """Which layout to use, and why, in words a newcomer reads; None without a rate for the plain loop, for
+        ``DummyVecEnv`` and for a layout with processes.
+
+        From the rates measured: one env step's time in the plain loop; ``DummyVecEnv`` when it is the fastest
+        vector env or within 5% of it (it starts no processes), with the ratio of the fastest layout with
+        processes to it and, from the fastest ``SubprocVecEnv`` with two or more workers and no ``parent_envs``,
+        the step time above which worker processes would pay on this machine (:meth:`_break_even_us`); else the
+        fastest layout, with its ratio to ``DummyVecEnv``.
+
+        :return: the advice, one or two sentences (the last without its period), or None.
+        """
+        plain, best, dummies = self.plain, self.best, self._measured("DummyVecEnv")
+        plain_rate = None if plain is None else plain.env_steps_per_s
+        others = [row for row in self.rows if row.layout.has_processes and row.env_steps_per_s is not None]
+        if plain_rate is None or best is None or not dummies or not others:
+            return None
+        dummy_rate, best_rate = dummies[0].env_steps_per_s or 0.0, best.env_steps_per_s or 0.0
+        if dummy_rate <= 0 or best_rate <= 0:
+            return None
+        step_us = 1e6 / plain_rate
+        env = f"one {self.env_id} step takes {step_us:.1f} us here (in the plain loop)"
+        if dummy_rate < (1 - _TIE) * best_rate:
+            workers = "Ray actors" if best.layout.cls == "RayVecEnv" else "worker processes"
+            return (
+                f"use {best.layout.label}: {env}, enough work for {workers} stepping the envs in parallel to gain "
+                f"more than passing every step between processes costs: {best_rate / dummy_rate:.2f}x DummyVecEnv's "
+                "rate"
+            )
+        fastest = others[0]  # the rows are ranked
+        if best.layout.cls == "DummyVecEnv":
+            text = (
+                f"use DummyVecEnv: {env}, too little work for worker processes to pay off, since every vector step "
+                f"passes actions and results between processes and wakes them up: {fastest.layout.label} reached "
+                f"{(fastest.env_steps_per_s or 0.0) / dummy_rate:.2f}x DummyVecEnv's rate"
+            )
+        else:
+            text = (
+                f"use DummyVecEnv: {env}, and {best.layout.label} was only {best_rate / dummy_rate - 1:.0%} faster, "
+                "within the noise of a shared machine, while DummyVecEnv starts no processes"
+            )
+        pays = self._break_even_us(step_us)
+        if pays is not None:
+            text += (
+                f". Worker processes pay for envs whose step takes more than about {float(f'{pays:.2g}'):,.0f} us "
+                "on this machine (estimated from these rates), such as physics simulators, emulators or image "
+                "processing"
+            )
+        return text
+
+    def _break_even_us(self, step_us: float) -> float | None:
+        """The env step time (us) above which the fastest ``SubprocVecEnv`` with ``W >= 2`` workers and no
+        ``parent_envs`` would outrun ``DummyVecEnv``, or None without one: its time per vector step ``N / rate``
+        less the env work spread over its workers ``N x step / W`` is taken as a fixed cost ``F``, and ``N x t =
+        N x t / W + F`` gives ``t = F / (N (1 - 1 / W))``."""
+        for row in self._measured("SubprocVecEnv"):
+            kwargs = dict(row.layout.kwargs)
+            workers = int(kwargs.get("n_workers") or 0)
+            if workers < 2 or kwargs.get("parent_envs"):
+                continue
+            n = self.num_envs
+            fixed_us = n * 1e6 / (row.env_steps_per_s or math.inf) - n * step_us / workers
+            return fixed_us / (n * (1 - 1 / workers)) if fixed_us > 0 else None
+        return None
+
     def machine_line(self) -> str:
         """The machine in one line: usable cores, CPU model, load average."""
         load = load_1m()
@@ -323,6 +422,11 @@ class AutotuneResult:
             "",
             f"fastest layout: {best.layout.constructor}" if best is not None else "fastest layout: none measured",
         ]
+        advice = self.advice()
+        if advice is not None:
+            lines.append(
+                textwrap.fill(f"advice: {advice}", width=_ADVICE_WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+            )
         lines += [f"note: {note}" for note in self.notes]
         lines.append(self.machine_line())
         return "\n".join(lines)
@@ -331,17 +435,21 @@ class AutotuneResult:
 # --- the env ------------------------------------------------------------------------------------------
 
 
-def _env_factory(env_id: str, env_kwargs: dict[str, Any]) -> tuple[WorkloadFactory, gym.Env]:
+def _env_factory(
+    env_id: str, env_kwargs: dict[str, Any], imports: Sequence[str] = ()
+) -> tuple[WorkloadFactory, gym.Env]:
     """The picklable factory of ``env_id`` and one env made by it (closed by the caller).
 
     :raises AutotuneError: for an unknown id or an env that cannot be created.
     """
     try:
-        check_env_id(env_id)
+        maker = resolve_env_id(env_id, imports, import_option="--import" if imports else None)
     except UsageError as exc:
-        hint = "" if "install" in str(exc) else " (check the id, and that the package that registers it is installed)"
+        # an unknown id without namespace and import: the other errors say what to do
+        plain = str(exc).startswith(f"unknown env id {env_id!r} (")
+        hint = " (check the id, and that the package that registers it is installed)" if plain else ""
         raise AutotuneError(f"{exc}{hint}") from None
-    factory = WorkloadFactory(env_id, dict(env_kwargs))
+    factory = WorkloadFactory(maker.env_id, dict(env_kwargs), maker.imports)
     try:
         env = factory()
     except gym.error.DependencyNotInstalled as exc:
@@ -510,20 +618,27 @@ def autotune(
     progress: bool = True,
     include_ray: bool | None = None,
     seed: int = 0,
+    layouts: Sequence[Layout] | None = None,
+    imports: Sequence[str] = (),
 ) -> AutotuneResult:
     """Find the fastest vector-env layout for ``env_id`` on this machine, within ``budget`` seconds.
 
     Every layout of :func:`plan_layouts` is built once in this process and timed in interleaved rounds (see
     the module's description); everything is closed before this returns, also on an error or Ctrl-C.
 
-    :param env_id: a registered Gymnasium env id (``gymnasium.make(env_id, **env_kwargs)``), checked as
-        ``vecenv run`` checks its ``ENV_ID``.
+    :param env_id: a registered Gymnasium env id (``gymnasium.make(env_id, **env_kwargs)``), or ``module:EnvId``
+        (``module`` imported first, in every process that makes an env), checked as ``vecenv run`` checks its
+        ``ENV_ID`` (an ``ALE/...`` id imports ale-py's envs).
     :param env_kwargs: keyword arguments for ``gymnasium.make``.
     :param num_envs: envs per layout (default :data:`DEFAULT_NUM_ENVS`).
     :param budget: seconds the whole call may take, closing included (at least :data:`MIN_BUDGET`).
     :param progress: show a progress bar on stderr (when it is a terminal).
     :param include_ray: try ``RayVecEnv`` (None: when ray is installed and ``budget >= RAY_MIN_BUDGET``).
     :param seed: seed of the envs' first reset and of the actions.
+    :param layouts: the layouts to time instead of :func:`plan_layouts`'s (e.g. :func:`compared_layouts`); the
+        plain loop, the reference of the ratios, is added first when missing, and ``include_ray`` is not used.
+    :param imports: modules that register the env when imported (``vecenv run --import``), imported first here
+        and in every process that makes an env.
     :return: the ranked measurements; :attr:`AutotuneResult.best` is the fastest vector-env layout.
     :raises AutotuneError: for an unknown env id, an env that cannot be created, ``num_envs`` below 1 or a
         budget below :data:`MIN_BUDGET`, before anything is built.
@@ -534,7 +649,7 @@ def autotune(
         raise AutotuneError(f"num_envs must be a positive integer, got {num_envs!r}")
     check_budget(budget)
     env_kwargs = dict(env_kwargs or {})
-    factory, env = _env_factory(env_id, env_kwargs)
+    factory, env = _env_factory(env_id, env_kwargs, imports)
     try:
         obs_bytes = observation_bytes(env.observation_space)
         action_space = env.action_space
@@ -546,13 +661,18 @@ def autotune(
         env.close()
     cores = _cores()
     notes: list[str] = []
-    if include_ray is None:
+    if layouts is not None:
+        layouts = list(layouts)
+        if not any(layout.is_reference for layout in layouts):
+            layouts.insert(0, Layout(PLAIN))
+    elif include_ray is None:
         include_ray = is_installed("ray") and budget >= RAY_MIN_BUDGET
         if not is_installed("ray"):
             notes.append(f"RayVecEnv not tried: ray is not installed ({install_hint('ray')})")
         elif not include_ray:
             notes.append(f"RayVecEnv not tried: it needs a budget of at least {RAY_MIN_BUDGET:g} s")
-    layouts = plan_layouts(num_envs, obs_bytes, include_ray)
+    if layouts is None:
+        layouts = plan_layouts(num_envs, obs_bytes, bool(include_ray))
     rows = [AutotuneRow(layout) for layout in layouts]
     session = _Session(factory, num_envs, action_space, cores, seed)
     rounds = 0

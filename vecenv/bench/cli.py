@@ -167,7 +167,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ENV_ID",
         default=None,
         help="the registered Gymnasium env id to find the fastest layout for (gymnasium.make(ENV_ID, "
-        "**ENV_KWARGS))",
+        "**ENV_KWARGS)); ALE/... ids import ale-py's envs, MODULE:ENV_ID imports MODULE first",
     )
     group.add_argument(
         "--env-kwargs",

@@ -159,7 +159,9 @@ def write_outputs(run: BenchRun, output_dir: str | os.PathLike[str]) -> dict[str
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(report_markdown(run, df, targets))
     machine = run.machine
-    title = f"vecenv bench: {machine.get('cpu_count')} CPUs, {machine.get('cpu_model') or ''}, {machine.get('date')}"
+    commit = f" at {machine['vecenv_commit']}" if machine.get("vecenv_commit") else ""  # the commit it measured
+    cpus = f"{machine.get('cpu_count')} CPUs, {machine.get('cpu_model') or ''}"
+    title = f"vecenv bench{commit}: {cpus}, {machine.get('date')}"
     plot(df, png_path, title=title)
     speedup_path: str | None = os.path.join(output_dir, "bench-speedup.png")
     try:

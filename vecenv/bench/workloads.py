@@ -14,6 +14,7 @@ worker processes of any start method can build it. Importing this module registe
 
 from __future__ import annotations
 
+import importlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,18 +182,23 @@ register_envs()
 
 @dataclass(frozen=True)
 class WorkloadFactory:
-    """A picklable env factory: ``gymnasium.make(env_id, **kwargs)``.
+    """A picklable env factory: ``gymnasium.make(env_id, **kwargs)``, after importing ``imports``.
 
     :param env_id: a registered env id.
     :param kwargs: keyword arguments for ``gymnasium.make``.
+    :param imports: modules that register the env when imported (e.g. ``("ale_py",)``), imported first in each
+        process that builds an env.
     """
 
     env_id: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    imports: tuple[str, ...] = ()
 
     def __call__(self) -> gym.Env:
         """Build one env."""
         register_envs()  # a worker process may not have imported this module through its package yet
+        for module in self.imports:
+            importlib.import_module(module)
         return gym.make(self.env_id, **self.kwargs)
 
 

@@ -1,0 +1,451 @@
+#!/usr/bin/env python3
+"""Every figure of the documentation (its tables of measurements and its charts): the page and section that
+show it, the commit of vecenv it measured, the snapshot files it was taken from, and the commands that
+measure it again. ``make figures`` runs them all (``--only NAME,...`` some of them).
+
+Each figure's commands are those that made the figures the docs show, with the same settings; they write
+their results (Markdown tables, JSON, charts) to ``--out`` (default ``benchmarks/snapshots/``) under names
+that start with ``--date`` (default: today), so a new run sits beside the old one; the docs then need their
+figures, dates and commits updated from it. The runs take long (the benchmark scripts' own settings: from
+about a minute for the PettingZoo comparison to tens of minutes for ``vecenv bench``) and need the ``bench``
+and ``test`` extras (SB3, Ray, EnvPool, PettingZoo, SuperSuit; ``make figures`` installs them).
+
+    python benchmarks/figures.py --list                # each figure: page, section, commit, snapshots
+    python benchmarks/figures.py --dry-run             # the commands, as they would run
+    python benchmarks/figures.py --smoke               # every command with tiny settings, into a temporary folder
+    python benchmarks/figures.py --only pettingzoo     # measure one figure again
+
+``--smoke`` checks that every command still runs and writes every file it should (seconds per command, not
+minutes; the numbers mean nothing); commands whose packages are missing are reported and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAPSHOTS = ROOT / "benchmarks" / "snapshots"
+
+#: The backends of the performance page's tables, in their order: the grid chart draws the same.
+PERFORMANCE_BACKENDS = (
+    "plain,vecenv-dummy,vecenv-subproc,vecenv-subproc-w1,vecenv-subproc-w4,vecenv-subproc-parent,"
+    "vecenv-gym-async,sb3-dummy,sb3-subproc,gym-async,envpool,vecenv-envpool"
+)
+# the smallest settings of ``vecenv bench`` for --smoke (backends that need no optional package)
+_BENCH_SMOKE = ("--quick", "-n", "1", "-b", "plain,vecenv-dummy,vecenv-subproc")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a figure.
+
+    :param argv: the command; ``{python}`` is this interpreter, ``{out}`` the output folder, ``{work}`` a
+        temporary folder for files that are not kept, ``{date}`` the date of the run.
+    :param stdout: where to write the command's standard output (a path with the same fields), or None.
+    :param copies: files to copy once the command is done: ``(from, to)``, paths with the same fields.
+    :param smoke: arguments appended for ``--smoke`` (later options override earlier ones in argparse).
+    :param needs: modules the command needs (``--smoke`` skips it where one is missing).
+    """
+
+    argv: tuple[str, ...]
+    stdout: str | None = None
+    copies: tuple[tuple[str, str], ...] = ()
+    smoke: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure of the docs, or several shown together.
+
+    :param name: the name for ``--only``.
+    :param sections: ``(page, heading)`` of every section that shows it (page from the repository root; the
+        heading line as written, e.g. ``"## How fast"``).
+    :param commits: the commits of vecenv its shown figures measured; each section names them.
+    :param snapshots: the files under ``benchmarks/snapshots/`` the shown figures come from (none where the
+        figures were only written into the docs).
+    :param steps: the commands that measure it again.
+    :param outputs: the files the steps write under ``{out}``, with ``{date}``: what ``--smoke`` checks.
+    :param changes_since: ``(commit, what)``: changes to vecenv after the measurement that change what it
+        measured; each section names their commits (the figures predate them).
+    """
+
+    name: str
+    sections: tuple[tuple[str, str], ...]
+    commits: tuple[str, ...]
+    snapshots: tuple[str, ...]
+    steps: tuple[Step, ...]
+    outputs: tuple[str, ...]
+    changes_since: tuple[tuple[str, str], ...] = field(default=())
+
+
+_VECENV = ("{python}", "-m", "vecenv")
+_WORKLOADS = ("cartpole", "image", "cpu")
+_SPIN = ("f53e1b4", 'wait_mode="auto" lets the workers of the default layout spin for requests')
+_SPIN_CALLER = ("0cfe8fb", "wait_mode: the calling process and the workers may spin instead of blocking")
+_INFO_COPIES = ("e40a7ba", "infos and terminal observations copied without deepcopy")
+
+FIGURES: tuple[Figure, ...] = (
+    Figure(
+        name="bench",
+        sections=(
+            ("docs/performance.md", "## The results"),
+            ("docs/performance.md", "## Memory and start-up"),
+            ("docs/index.md", "## How fast"),
+            ("README.md", "## Performance"),
+        ),
+        commits=("6fdd786",),
+        snapshots=(
+            *(f"2026-11-27-{w}.{ext}" for w in _WORKLOADS for ext in ("json", "md")),
+            "2026-11-27.png",
+            "2026-11-27-speedup.png",
+        ),
+        steps=(
+            *(
+                Step(
+                    (*_VECENV, "bench", "-w", w, "-o", f"{{work}}/bench-{w}"),
+                    copies=(
+                        (f"{{work}}/bench-{w}/bench.json", f"{{out}}/{{date}}-{w}.json"),
+                        (f"{{work}}/bench-{w}/bench.md", f"{{out}}/{{date}}-{w}.md"),
+                    ),
+                    smoke=_BENCH_SMOKE,
+                )
+                for w in _WORKLOADS
+            ),
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/charts.py",
+                    *(f"{{out}}/{{date}}-{w}.json" for w in _WORKLOADS),
+                    "--grid",
+                    "{out}/{date}.png",
+                    "--speedup",
+                    "{out}/{date}-speedup.png",
+                    "--num-envs",
+                    "16",
+                    "--backends",
+                    PERFORMANCE_BACKENDS,
+                ),
+                smoke=("--num-envs", "1"),
+                needs=("pandas", "matplotlib"),
+            ),
+        ),
+        outputs=(
+            *(f"{{date}}-{w}.{ext}" for w in _WORKLOADS for ext in ("json", "md")),
+            "{date}.png",
+            "{date}-speedup.png",
+        ),
+    ),
+    Figure(
+        name="scaling",
+        sections=(("docs/performance.md", "## Scaling to more workers and cores"),),
+        commits=("d857b9b", "61c82cf", "1b4c08a"),
+        snapshots=tuple(f"2026-11-27-scaling-{w}.md" for w in ("cartpole", "cpu", "image")),
+        steps=tuple(
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/scaling.py",
+                    "--workloads",
+                    w,
+                    "--seconds",
+                    seconds,
+                    *(("--capacity-rounds", "8") if w == "cpu" else ()),
+                    "--wait-modes",
+                    "block,spin",
+                    "--output",
+                    f"{{out}}/{{date}}-scaling-{w}.md",
+                ),
+                smoke=(
+                    *("--workers", "1,2", "--contenders", "plain,vecenv", "--rounds", "1"),
+                    *("--seconds", "0.02", "--capacity-rounds", "0"),
+                ),
+            )
+            for w, seconds in (("cartpole", "0.2"), ("cpu", "0.3"), ("image", "0.2"))
+        ),
+        outputs=tuple(f"{{date}}-scaling-{w}.md" for w in ("cartpole", "cpu", "image")),
+        changes_since=(_SPIN,),
+    ),
+    Figure(
+        name="pettingzoo",
+        sections=(("docs/pettingzoo.md", "## How fast"),),
+        commits=("4e53204",),
+        snapshots=("2026-11-27-pettingzoo.md",),
+        steps=(
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/pettingzoo_bench.py",
+                    "--rounds",
+                    "15",
+                    "--output",
+                    "{out}/{date}-pettingzoo.md",
+                ),
+                smoke=("--num-envs", "2", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+                needs=("pettingzoo", "mpe2", "supersuit"),
+            ),
+        ),
+        outputs=("{date}-pettingzoo.md",),
+        changes_since=(
+            ("e6e212f", "AgentVecEnv: one array of env ids, no reset-info work on steps where no env finished"),
+            _SPIN,
+        ),
+    ),
+    Figure(
+        name="autotune-layouts",
+        sections=(("docs/backends.md", '### Why the defaults are one worker per core and `"auto"`'),),
+        commits=("7dbace1",),
+        snapshots=(),
+        steps=tuple(
+            Step(
+                (*_VECENV, "bench", "--autotune", env_id, "-n", n, "--budget", "40"),
+                stdout=f"{{out}}/{{date}}-autotune-{name}.md",
+                smoke=("-n", "2", "--budget", "5"),
+            )
+            for name, env_id, n in (
+                ("cartpole", "CartPole-v1", "64"),
+                ("image", "vecenv/Image84-v0", "16"),
+                ("cpu", "vecenv/Cpu200us-v0", "16"),
+            )
+        ),
+        outputs=tuple(f"{{date}}-autotune-{name}.md" for name in ("cartpole", "image", "cpu")),
+    ),
+    Figure(
+        name="profiles",
+        sections=(("docs/profiling.md", "## What each layout costs"),),
+        commits=("8250a49",),
+        snapshots=(),
+        steps=tuple(
+            Step(
+                (
+                    *_VECENV,
+                    "run",
+                    env_id,
+                    "--num-envs",
+                    n,
+                    "--backend",
+                    "subproc",
+                    "--steps",
+                    steps,
+                    *extra,
+                    "--profile",
+                ),
+                stdout=f"{{out}}/{{date}}-profile-{name}.txt",
+                smoke=("--steps", "200"),
+            )
+            for name, env_id, n, steps, extra in (
+                ("cartpole", "CartPole-v1", "64", "200000", ()),
+                ("image", "vecenv/Image84-v0", "16", "40000", ()),
+                ("cpu", "vecenv/Cpu200us-v0", "16", "20000", ("--env-kwargs", '{"iterations": 2000}')),
+            )
+        ),
+        outputs=tuple(f"{{date}}-profile-{name}.txt" for name in ("cartpole", "image", "cpu")),
+        changes_since=(_SPIN_CALLER, _INFO_COPIES, _SPIN),
+    ),
+    Figure(
+        name="gymnasium-api",
+        sections=(("docs/gymnasium-api.md", "## Performance"),),
+        commits=("ab9e133",),
+        snapshots=(),
+        steps=(
+            Step(
+                (
+                    *_VECENV,
+                    "bench",
+                    "-w",
+                    "cartpole,image",
+                    "-n",
+                    "16",
+                    "-b",
+                    "gym-async,vecenv-gym-async",
+                    "--repeats",
+                    "3",
+                    "-o",
+                    "{work}/gymnasium-api",
+                ),
+                copies=(
+                    ("{work}/gymnasium-api/bench.json", "{out}/{date}-gymnasium-api.json"),
+                    ("{work}/gymnasium-api/bench.md", "{out}/{date}-gymnasium-api.md"),
+                ),
+                smoke=("--quick", "-n", "1"),
+            ),
+        ),
+        outputs=("{date}-gymnasium-api.json", "{date}-gymnasium-api.md"),
+        changes_since=(_SPIN_CALLER, _SPIN),
+    ),
+    Figure(
+        name="ray",
+        sections=(("docs/ray.md", "## When it pays off: measured"),),
+        commits=("afab44c",),
+        snapshots=(),
+        steps=(
+            Step(
+                ("{python}", "benchmarks/ray_layouts.py", "--output", "{out}/{date}-ray-local.md"),
+                smoke=("--workloads", "cartpole", "--num-envs", "2", "--rounds", "1", "--seconds", "0.1"),
+                needs=("ray",),
+            ),
+            Step(
+                ("{python}", "benchmarks/ray_layouts.py", "--cluster", "--output", "{out}/{date}-ray-cluster.md"),
+                smoke=("--workloads", "cartpole", "--num-envs", "2", "--rounds", "1", "--seconds", "0.1"),
+                needs=("ray",),
+            ),
+        ),
+        outputs=("{date}-ray-local.md", "{date}-ray-cluster.md"),
+    ),
+    Figure(
+        name="envpool-adapter",
+        sections=(("docs/adapters.md", "## EnvPool"),),
+        commits=("19218ce",),
+        snapshots=(),
+        steps=(
+            Step(
+                ("{python}", "benchmarks/envpool_adapter.py", "--output", "{out}/{date}-envpool-adapter.md"),
+                smoke=("--num-envs", "2", "--rounds", "1", "--seconds", "0.05"),
+                needs=("envpool",),
+            ),
+        ),
+        outputs=("{date}-envpool-adapter.md",),
+    ),
+    Figure(
+        name="soak",
+        sections=(("docs/reliability.md", "## Soak test"),),
+        commits=("d3c3d70",),
+        snapshots=("soak-2026-11-22.json",),
+        steps=(
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/soak.py",
+                    "--env-steps",
+                    "3000000",
+                    "--crash-prob",
+                    "1e-5",
+                    "--output",
+                    "{out}/soak-{date}.json",
+                ),
+                smoke=("--num-envs", "4", "--env-steps", "400", "--crash-prob", "0.01", "--sample-every", "20"),
+            ),
+        ),
+        outputs=("soak-{date}.json",),
+    ),
+)
+
+
+def figure_named(name: str) -> Figure:
+    """The figure called ``name``.
+
+    :raises KeyError: naming the figures there are.
+    """
+    for figure in FIGURES:
+        if figure.name == name:
+            return figure
+    raise KeyError(f"no figure named {name!r}; the figures: {', '.join(f.name for f in FIGURES)}")
+
+
+def expand(text: str, fields: dict[str, str]) -> str:
+    """``text`` with its ``{python}``, ``{out}``, ``{work}`` and ``{date}`` fields filled in (other braces, as
+    in a JSON argument, are left alone)."""
+    for name, value in fields.items():
+        text = text.replace(f"{{{name}}}", value)
+    return text
+
+
+def commands(figure: Figure, fields: dict[str, str], smoke: bool = False) -> list[list[str]]:
+    """The argv of each step of ``figure``, filled in (with the smoke arguments where ``smoke``)."""
+    return [[expand(a, fields) for a in (*step.argv, *(step.smoke if smoke else ()))] for step in figure.steps]
+
+
+def _missing(step: Step) -> list[str]:
+    return [module for module in step.needs if importlib.util.find_spec(module) is None]
+
+
+def run_figure(figure: Figure, fields: dict[str, str], smoke: bool = False) -> list[str]:
+    """Run the steps of ``figure``; return what went wrong (a failed command, a file not written).
+
+    A step whose modules are missing is skipped with a note under ``smoke`` and is an error otherwise.
+    """
+    problems: list[str] = []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    for step, argv in zip(figure.steps, commands(figure, fields, smoke), strict=True):
+        missing = _missing(step)
+        if missing:
+            problems.append(f"{figure.name}: skipped {' '.join(argv[1:3])}: {', '.join(missing)} not installed")
+            continue
+        print("$", shlex.join(argv), flush=True)
+        if step.stdout:
+            with open(expand(step.stdout, fields), "w", encoding="utf-8") as sink:
+                done = subprocess.run(argv, cwd=ROOT, env=env, stdout=sink, check=False)
+        else:
+            done = subprocess.run(argv, cwd=ROOT, env=env, check=False)
+        if done.returncode not in (0, 1):  # vecenv bench exits 1 when a case failed: its table says which
+            problems.append(f"{figure.name}: {shlex.join(argv)} exited with status {done.returncode}")
+            continue
+        for source, target in step.copies:
+            shutil.copyfile(expand(source, fields), expand(target, fields))
+    for output in figure.outputs:
+        path = Path(fields["out"]) / expand(output, fields)
+        if not path.is_file() and not any(problem.startswith(f"{figure.name}: skipped") for problem in problems):
+            problems.append(f"{figure.name}: {path} was not written")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and list, print or run the figures' commands; return the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", metavar="NAME,...", help="these figures only (default: all)")
+    parser.add_argument("--date", default=dt.date.today().isoformat(), help="prefix of the files (default: today)")
+    parser.add_argument("--out", default=str(SNAPSHOTS), help="where the results go (default: %(default)s)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--list", action="store_true", help="list the figures and where they are shown")
+    what.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    what.add_argument("--smoke", action="store_true", help="run every command with tiny settings (a check)")
+    args = parser.parse_args(argv)
+    try:
+        chosen = [figure_named(n.strip()) for n in args.only.split(",") if n.strip()] or list(FIGURES)
+    except KeyError as error:
+        parser.error(str(error.args[0]))
+    if args.list:
+        for figure in chosen:
+            shown = "; ".join(f"{page} {heading!r}" for page, heading in figure.sections)
+            print(f"{figure.name}: vecenv at {', '.join(figure.commits)}; shown in {shown}")
+            print(f"    snapshots: {', '.join(figure.snapshots) or '(none: the figures are in the page)'}")
+            for commit, change in figure.changes_since:
+                print(f"    measured before {commit}: {change}")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="vecenv-figures-") as work:
+        out = os.path.join(work, "out") if args.smoke else args.out
+        os.makedirs(out, exist_ok=True)
+        fields = {"python": sys.executable, "out": out, "work": work, "date": args.date}
+        if args.dry_run:
+            fields["work"] = "$WORK"
+            print("# WORK: a temporary folder")
+            for figure in chosen:
+                print(f"# {figure.name}")
+                for step, argv_ in zip(figure.steps, commands(figure, fields), strict=True):
+                    redirect = f" > {expand(step.stdout, fields)}" if step.stdout else ""
+                    print(shlex.join(argv_) + redirect)
+                    for source, target in step.copies:
+                        print(f"cp {expand(source, fields)} {expand(target, fields)}")
+            return 0
+        status = 0
+        for figure in chosen:
+            for problem in run_figure(figure, fields, smoke=args.smoke):
+                print(problem, file=sys.stderr)
+                if not (args.smoke and ": skipped " in problem):
+                    status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,18 @@
+"""A stand-in for a package that registers its Gymnasium envs when imported (as ale-py registers ``ALE/...``).
+
+Importing it registers :data:`ENV_ID`, CartPole under a namespace of its own, so a run of it can be compared
+with a run of ``CartPole-v1``. Nothing imports it but the tests of ``vecenv run --import`` and ``MODULE:ENV_ID``
+(tests/test_cli_env_ids.py), which import it themselves or have vecenv import it.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+#: the namespace this module registers
+NAMESPACE = "VecenvPlugin"
+#: the id this module registers: CartPole-v1's env under :data:`NAMESPACE`
+ENV_ID = f"{NAMESPACE}/CartPole-v1"
+
+if ENV_ID not in gym.registry:
+    gym.register(ENV_ID, entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv", max_episode_steps=500)
