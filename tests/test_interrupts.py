@@ -367,3 +367,21 @@ def test_random_sigint_stress(wait_mode: str, built: list[Any]) -> None:
         signal.signal(signal.SIGINT, previous)
     assert interrupted >= 20, interrupted
     assert GUARD.deferrals - deferred_before >= 1
+
+
+def test_nothing_is_installed_for_a_vector_env_that_is_not_vecenvs() -> None:
+    """Stepping a VecEnv that is not one of vecenv's (here an adapted Gymnasium vector env) while none of vecenv's
+    is open installs nothing: the handler is put back only by closing vecenv's own."""
+    from vecenv.adapters import from_gymnasium
+
+    gc.collect()
+    if GUARD.users:
+        pytest.skip(f"{GUARD.users} vector envs are still open in this process")
+    previous = signal.getsignal(signal.SIGINT)
+    venv = from_gymnasium(gym.vector.SyncVectorEnv([lambda: TrackEnv(0)]))
+    try:
+        venv.reset()
+        venv.step(np.zeros(1, dtype=np.int64))
+        assert signal.getsignal(signal.SIGINT) is previous
+    finally:
+        venv.close()

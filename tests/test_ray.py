@@ -410,17 +410,21 @@ def test_an_actor_registration_that_never_returns_raises_and_the_late_actor_is_e
     """The second actor's registration with Ray never returns (in time): TimeoutError naming that actor and Ray's
     address; the first actor is ended, and so is the late one once Ray has made it."""
     real = vecenv.workers.ray_actors._remote_actor_class(ray_session)
-    release, registering = threading.Event(), threading.Event()
+    release, registering, registered = threading.Event(), threading.Event(), threading.Event()
 
     class SlowRegistration:
         def __init__(self, **options: Any) -> None:
             self.options = options
 
         def remote(self, *args: Any) -> Any:
-            if self.options["name"].endswith("-1"):
+            late = self.options["name"].endswith("-1")
+            if late:
                 registering.set()
                 release.wait()
-            return real.options(**self.options).remote(*args)
+            actor = real.options(**self.options).remote(*args)
+            if late:
+                registered.set()
+            return actor
 
     class SlowClass:
         def options(self, **options: Any) -> SlowRegistration:
@@ -436,8 +440,9 @@ def test_an_actor_registration_that_never_returns_raises_and_the_late_actor_is_e
     message = str(info.value)
     assert re.match(r"Ray did not register the Ray actor vecenv-\d+-[0-9a-f]+-1 \(envs \[2\]\) within", message)
     _assert_names_ray(message, "register", "1", ray_session.get_runtime_context().gcs_address)
+    assert registered.wait(60)  # Ray made the late actor (after the error): vecenv kills it
     deadline = time.monotonic() + 60
-    while _vecenv_actors(ray_session) and time.monotonic() < deadline:  # the late actor is killed when it comes
+    while _vecenv_actors(ray_session) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _vecenv_actors(ray_session) == [] and ray_session.is_initialized()
 

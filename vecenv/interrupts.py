@@ -22,8 +22,9 @@ at the first of:
 
 How: while a vector env is open, vecenv's handler stands in front of the SIGINT handler it found (Python's
 ``signal.default_int_handler``, or the program's own, which it calls in turn). It is installed from the main
-thread when a call starts and the handler in place is another Python function (a program that installs its own
-handler later gets it wrapped at the next call), and put back when the last vector env closes. Programs whose
+thread when a call starts while one of vecenv's vector envs (``DummyVecEnv``, ``SubprocVecEnv``, ``RayVecEnv``)
+is open and the handler in place is another Python function (a program that installs its own handler later gets
+it wrapped at the next call), and put back when the last of them closes. Programs whose
 SIGINT is ``SIG_IGN`` or ``SIG_DFL`` get no Python-level interrupt, so nothing is installed for them. Vector envs
 used from other threads need no deferral (Python raises ``KeyboardInterrupt`` in the main thread only), and their
 sections cost nothing.
@@ -137,7 +138,7 @@ class InterruptGuard:
         if _get_ident() != self.main:
             return False
         if not self.depth:
-            if _getsignal(_SIGINT) is not self.handler:
+            if self.users and _getsignal(_SIGINT) is not self.handler:
                 self._install()
             if self.deferred is not None:
                 self.raise_deferred()
