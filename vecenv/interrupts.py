@@ -14,7 +14,7 @@ at the first of:
 
 - the next wait (the requests in flight are collected by the next call; see docs/reliability.md);
 - the end of the vector env's ``step_wait``, after the step's results were set aside so that the next step
-  returns them instead of stepping again (:meth:`InterruptGuard.take_deferred`);
+  returns them instead of stepping again (``_hold_step_result`` of the engine);
 - the end of the outermost call, for a call that is not a step (a reset, ``get_attr``, ...: raising there
   loses no transition);
 - the start of the next vecenv call, for an interrupt that arrived in a wrapper's own bookkeeping after the
@@ -29,8 +29,9 @@ SIGINT is ``SIG_IGN`` or ``SIG_DFL`` get no Python-level interrupt, so nothing i
 used from other threads need no deferral (Python raises ``KeyboardInterrupt`` in the main thread only), and their
 sections cost nothing.
 
-The cost per section is a few attribute operations and one ``_signal.getsignal`` (about 0.1 us): the
-handler is installed once, not per call.
+A section costs a few attribute operations and one ``_signal.getsignal`` (about 0.7 us for ``enter`` and ``leave``
+together on a 2-vCPU VM, a wait about 0.5 us): the handler is installed once, not per call, and ``step()`` is one
+section (``benchmarks/interrupt_guard.py`` measures the cost per step).
 """
 
 from __future__ import annotations
@@ -174,11 +175,6 @@ class InterruptGuard:
         interrupt arriving now cannot leave it raised)."""
         if counted:
             self.waiting -= 1
-
-    def take_deferred(self) -> bool:
-        """Whether an interrupt is deferred in the calling thread's sections (the caller then sets the results it
-        holds aside and calls :meth:`raise_deferred`)."""
-        return self.deferred is not None and _get_ident() == self.main
 
     def raise_deferred(self) -> None:
         """Deliver the deferred interrupt now (the chained handler raises ``KeyboardInterrupt``)."""
