@@ -72,7 +72,24 @@ CASES = {
     "subproc-image-16": Case("subproc", "image", 16),
     "subproc-cpu-16": Case("subproc", "cpu", 16),
     "subproc-cpu-4": Case("subproc", "cpu", 4),  # 2 envs per default worker: waits under 1 ms, CPU-bound workers
+    # the 16-core workloads (default n_workers: one process per core)
+    "subproc-cartpole-1024": Case("subproc", "cartpole", 1024),
+    "subproc-image-128": Case("subproc", "image", 128),
+    "subproc-cpu-128": Case("subproc", "cpu", 128),
+    "subproc-pong-8": Case("subproc", "pong", 8),
+    "subproc-pong-64": Case("subproc", "pong", 64),
 }
+#: ALE Pong (210x160x3 uint8 observations; needs ale-py): ``gymnasium.make`` imports ale_py first, in workers too
+PONG_ID = "ale_py:ALE/Pong-v5"
+
+
+def workload_factory(workload: str, cpu_iterations: int | None) -> Any:
+    """The env factory of ``workload``, from the importing tree's ``vecenv.bench.workloads`` (``pong``: ALE Pong)."""
+    from vecenv.bench.workloads import WORKLOADS, WorkloadFactory
+
+    if workload == "pong":
+        return WorkloadFactory(PONG_ID)
+    return WORKLOADS[workload].factory(cpu_iterations)
 
 
 # ---------------------------------------------------------------------------------------------- child side
@@ -106,13 +123,13 @@ class Contender:
 
     def __init__(self, tree: str, request: dict[str, Any]) -> None:
         from vecenv import DummyVecEnv, SubprocVecEnv
-        from vecenv.bench.workloads import WORKLOADS, register_envs
+        from vecenv.bench.workloads import register_envs
 
         register_envs()
         self.kind, n = request["kind"], request["num_envs"]
         #: seconds of the calling process's own CPU work between two vector steps (a trainer's), subproc only
         self.trainer = request.get("trainer_us", 0.0) * 1e-6
-        factory = CheckedFactory(tree, WORKLOADS[request["workload"]].factory(request["cpu_iterations"]))
+        factory = CheckedFactory(tree, workload_factory(request["workload"], request["cpu_iterations"]))
         self.batches = [np.asarray(batch, dtype=request["dtype"]) for batch in request["actions"]]
         self.per_env = [list(batch) for batch in self.batches]  # the elements a vector env passes on
         self.envs: list[Any] = []
@@ -329,9 +346,7 @@ def extract(rev: str, destination: Path) -> str:
 
 def seeded_actions(case: Case, cpu_iterations: int | None) -> tuple[list[Any], str]:
     """``ACTION_POOL`` batches of ``num_envs`` actions from the workload's action space seeded with 0."""
-    from vecenv.bench.workloads import WORKLOADS
-
-    env = WORKLOADS[case.workload].factory(cpu_iterations)()
+    env = workload_factory(case.workload, cpu_iterations)()
     space = env.action_space
     env.close()
     space.seed(0)
@@ -453,6 +468,10 @@ def cpu_model() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="fdf003c", help="git revision whose vecenv/ is the baseline")
+    parser.add_argument(
+        "--baseline-tree",
+        help="a directory holding the baseline's vecenv/ package (instead of --baseline: where git is absent)",
+    )
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, from: {', '.join(CASES)}")
     parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds per case (median reported)")
     parser.add_argument("--seconds", type=float, default=1.0, help="measured chunk per contender per round")
@@ -505,8 +524,12 @@ def main() -> None:
         trees = {CANDIDATE: REPO, CANDIDATE2: REPO}
         baseline_text = "-"
         if BASELINE in labels:
-            trees[BASELINE] = Path(tmp) / "baseline"
-            baseline_text = extract(args.baseline, trees[BASELINE])
+            if args.baseline_tree:
+                trees[BASELINE] = Path(args.baseline_tree).resolve()
+                baseline_text = f"the `vecenv/` of {args.baseline_tree}"
+            else:
+                trees[BASELINE] = Path(tmp) / "baseline"
+                baseline_text = f"{extract(args.baseline, trees[BASELINE])} (`vecenv/` by git archive)"
             workloads = "vecenv/bench/workloads.py"
             if (trees[BASELINE] / workloads).read_bytes() != (REPO / workloads).read_bytes():
                 notes.append(f"{workloads} differs between the trees: the env work may differ too.")
@@ -525,8 +548,11 @@ def main() -> None:
             for child in children.values():
                 child.stop()
     frame = pd.DataFrame([table_row(name, cases[name], result) for name, result in results.items()])
-    head = git("rev-parse", "--short", "HEAD")
-    dirty = git("status", "--porcelain", "--", "vecenv")
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", "vecenv")
+    except (OSError, subprocess.CalledProcessError):  # a copy of the tree without git (another machine)
+        head, dirty = os.environ.get("VECENV_COMMIT", "unknown"), ""
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     cpu_text = f"; cpu workload {cpu_iterations} busy-loop iterations per step" if cpu_iterations else ""
     steps = ", ".join(f"{name} {result['steps']}" for name, result in results.items())
@@ -534,7 +560,7 @@ def main() -> None:
         f"Machine: {os.cpu_count()} cores ({cpu_model()}); Python {platform.python_version()}; {date}; "
         f"load average {load_start:.2f} -> {os.getloadavg()[0]:.2f}.",
         "",
-        f"Baseline: {baseline_text} (`vecenv/` by git archive); candidate: working tree at {head}"
+        f"Baseline: {baseline_text}; candidate: working tree at {head}"
         f"{' with uncommitted changes in vecenv/' if dirty else ''}"
         f"{' (A/A only)' if args.aa else ''}. {args.rounds} rounds of ~{args.seconds:g} s per contender after "
         f"{args.warmup:g} s of warm-up (vector steps per chunk: {steps}){cpu_text}; SubprocVecEnv with its "

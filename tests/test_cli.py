@@ -859,11 +859,11 @@ def test_console_script_video_prints_only_its_own_output(tmp_path, backend):
 
 def test_video_sdl_drivers_only_when_not_set(capsys, tmp_path, monkeypatch):
     """SDL's dummy drivers are set for the run only when the user did not choose drivers, and removed after."""
-    import vecenv.cli
+    import vecenv.cli_run
 
     seen: list[tuple[str | None, str | None]] = []
     monkeypatch.setattr(
-        vecenv.cli,
+        vecenv.cli_run,
         "_run",
         lambda args: seen.append((os.environ.get("SDL_VIDEODRIVER"), os.environ.get("SDL_AUDIODRIVER"))) or 0,
     )

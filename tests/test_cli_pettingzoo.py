@@ -16,7 +16,7 @@ import pytest
 from gymnasium.vector.utils import batch_space
 
 from tests.test_cli import SUMMARY_KEYS, TIMEOUT, _assert_one_line_error, _episode_stats, _run_main, _vecenv_exe
-from vecenv import cli
+from vecenv import cli, cli_run
 
 simple_spread_v3 = pytest.importorskip("mpe2.simple_spread_v3")
 
@@ -151,7 +151,7 @@ def test_default_steps_keep_a_run_short(capsys: pytest.CaptureFixture[str], monk
         _run_main(capsys, "run", "--help")
     help_text = " ".join(capsys.readouterr().out.split())
     assert "(default: 100000, or 10000 for a PettingZoo env module, whose env-step steps all its agents)" in help_text
-    monkeypatch.setattr(cli, "DEFAULT_PETTINGZOO_STEPS", 20)
+    monkeypatch.setattr(cli_run, "DEFAULT_PETTINGZOO_STEPS", 20)
     code, out, err = _run_main(capsys, "run", "tests.pz_scripted_v0", "-n", "3", "-b", "dummy")
     assert code == 0, err
     assert _summary(out)["env_steps"] == "21"  # 7 steps of 3 envs

@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 from numpy.typing import DTypeLike
 
 from vecenv.base import VecEnvStepReturn
-from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_rewards_dtype
+from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_obs_slots, checked_rewards_dtype
 from vecenv.engine.core import AsyncState
 from vecenv.interrupts import GUARD
 from vecenv.spaces import (
@@ -40,11 +40,15 @@ class DummyVecEnv(WorkerVecEnv):
         Python floats: the envs' rewards unrounded, so :class:`~vecenv.VecNormalize`'s statistics are those of
         an SB3 ``SubprocVecEnv`` run; see docs/migrating-from-sb3.md). Their ``np.dtype`` and names
         (``"float32"``, ``"float64"``) are accepted too.
+    :param obs_slots: how many observation batch buffers the envs write into, in turn, so that ``step()`` and
+        ``reset()`` return the batch without copying it again (as :class:`SubprocVecEnv`'s ``obs_slots``; None,
+        the default: up to 4 within 256 MiB; 0 or 1: every call returns a copy). The arrays returned are the
+        caller's to keep either way.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
     :raises ValueError: if two callables return the same env instance, the envs' spaces differ,
-        ``autoreset_mode`` is unknown, or ``rewards_dtype`` is neither float32 nor float64 (before any env is
-        built).
+        ``autoreset_mode`` is unknown, ``rewards_dtype`` is neither float32 nor float64, or ``obs_slots`` is not a
+        non-negative integer (before any env is built).
     """
 
     def __init__(
@@ -52,20 +56,21 @@ class DummyVecEnv(WorkerVecEnv):
         env_fns: list[Callable[[], gym.Env]],
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         rewards_dtype: DTypeLike | None = None,
+        obs_slots: int | None = None,
     ) -> None:
         env_fns = check_env_fns(env_fns)
+        obs_slots = checked_obs_slots(obs_slots)
         #: the numpy type of the rewards ``step`` returns (``np.float32`` or ``np.float64``)
         self.rewards_dtype = checked_rewards_dtype(rewards_dtype, type(self).rewards_dtype)
         worker = InProcessWorker(env_fns, range(len(env_fns)), checked_autoreset_mode(autoreset_mode))
         group = worker.group
         rewards = np.zeros((len(env_fns),), dtype=self.rewards_dtype)
         buffers = (group.obs, rewards, group.dones, group.terminations, group.truncations)
-        super().__init__([worker], group.observation_space, group.action_space, buffers)
+        super().__init__([worker], group.observation_space, group.action_space, buffers, None, obs_slots)
         self._group = group
         self.envs = group.envs
         if not self.nested_spaces:  # SB3's attributes (defined for SB3's non-nested spaces)
             self.keys, _, _ = obs_space_info(self.observation_space)
-            self.buf_obs: OrderedDict[Any, np.ndarray] = buffer_as_obs_dict(self.observation_space, self._obs_buffer)
         self.buf_rews = self._rewards
         self.buf_dones = self._dones
         self.metadata = self.envs[0].metadata
@@ -109,6 +114,7 @@ class DummyVecEnv(WorkerVecEnv):
             else:
                 if self._composite_actions:
                     actions = split_actions(self.action_space, actions, 0, self.num_envs)
+                self._prepare_obs_write(keep_rows=False)
                 try:
                     waiting = GUARD.wait_begin()  # the envs' own code: Ctrl-C is raised there at once
                     try:
@@ -130,6 +136,14 @@ class DummyVecEnv(WorkerVecEnv):
     def _discard_requests_in_flight(self) -> None:
         # the envs have not stepped yet: the recorded actions are dropped (SB3's DummyVecEnv)
         self._state = AsyncState.IDLE
+
+    @property
+    def buf_obs(self) -> OrderedDict[Any, np.ndarray]:
+        """SB3's view of the observation buffer the envs wrote last: an ``OrderedDict`` of ``(num_envs, *shape)``
+        arrays keyed as SB3's ``obs_space_info`` (``None`` for a non-Dict space); not defined for nested spaces."""
+        if self.nested_spaces or self._obs_buffer is None:
+            raise AttributeError("buf_obs")
+        return buffer_as_obs_dict(self.observation_space, self._obs_buffer)
 
     @property
     def buf_infos(self) -> list[dict[str, Any]]:

@@ -25,130 +25,24 @@ from vecenv.errors import (
     drop_uncopyable,
 )
 from vecenv.protocol import Command, EmptyOptions
-from vecenv.sb3_compat import matches_wrapper, wrapper_target
 from vecenv.spaces import create_batch_buffer, make_obs_writer
-
-__all__ = ["EnvGroup", "is_wrapped"]
-
-# info values that cannot change after the env returned them, so a shallow copy of the dict suffices
-_ATOMIC = frozenset(
-    {bool, int, float, complex, str, bytes, type(None), np.bool_, np.int32, np.int64, np.float32, np.float64}
+from vecenv.sub_envs import (
+    SubEnvRequests,
+    build_env,
+    check_distinct_envs,
+    check_same_spaces,
+    copy_info,
+    copy_observation,
+    is_wrapped,
 )
 
-_SAME_INSTANCE_MESSAGE = (
-    "You tried to create multiple environments, but the function to create them returned the same instance "
-    "instead of creating different objects. "
-    "You are probably using `make_vec_env(lambda: env)` or `DummyVecEnv([lambda: env] * n_envs)`. "
-    "You should replace `lambda: env` by a `make_env` function that "
-    "creates a new instance of the environment at every call "
-    "(using `gym.make()` for instance). You can take a look at the documentation for an example. "
-    "Please read https://github.com/DLR-RM/stable-baselines3/issues/1151 for more information."
-)
-
+__all__ = ["EnvGroup", "check_same_spaces", "is_wrapped"]
 
 # stands for every default info {"TimeLimit.truncated": False} when infos are not dense (never handed out)
 _PLACEHOLDER_INFO: dict[str, Any] = {"TimeLimit.truncated": False}
 
 
-def _copy_info(env_info: dict[str, Any]) -> dict[str, Any]:
-    """A copy of an env's info the caller may keep, equal to ``deepcopy(env_info)`` (SB3) but cheaper for the
-    common infos: immutable values are shared, plain dicts of immutable keys and values (``Monitor``'s
-    ``info["episode"]``) are copied with ``dict()``, arrays without Python objects with ``copy(order="K")`` (what
-    their ``__deepcopy__`` does); an info holding anything else takes ``deepcopy``. A value held under two keys
-    stays one object in the copy, as ``deepcopy`` keeps it."""
-    info = dict(env_info)
-    copied: dict[int, Any] | None = None
-    for key, value in info.items():
-        kind = type(value)
-        if kind in _ATOMIC:
-            continue
-        if type(env_info) is not dict:  # (deepcopy keeps a dict subclass's type)
-            return deepcopy(env_info)
-        if kind is dict:
-            if not all(type(k) in _ATOMIC and type(v) in _ATOMIC for k, v in value.items()):
-                return deepcopy(env_info)
-        elif kind is not np.ndarray or value.dtype.hasobject:
-            return deepcopy(env_info)
-        if copied is None:
-            copied = {}
-        twin = copied.get(id(value))
-        if twin is None:
-            twin = copied[id(value)] = dict(value) if kind is dict else value.copy(order="K")
-        info[key] = twin  # (replacing a key's value while iterating is allowed)
-    return info
-
-
-def _copy_observation(obs: Any) -> Any:
-    """``deepcopy(obs)``; an array without Python objects is copied directly (what its ``__deepcopy__`` does)."""
-    if type(obs) is np.ndarray and not obs.dtype.hasobject:
-        return obs.copy(order="K")
-    return deepcopy(obs)
-
-
-def is_wrapped(env: gym.Env, wrapper_class: type[gym.Wrapper] | frozenset[str]) -> bool:
-    """Whether ``wrapper_class`` appears in the ``gymnasium.Wrapper`` chain of ``env`` (SB3's ``is_wrapped``).
-
-    SB3's ``Monitor`` and vecenv's ``Monitor`` stand for each other (SB3's ``evaluate_policy`` asks for SB3's);
-    ``wrapper_class`` may also be the full class names :func:`vecenv.sb3_compat.wrapper_target` gives.
-    """
-    target = wrapper_target(wrapper_class)
-    current: Any = env
-    while isinstance(current, gym.Wrapper):
-        if matches_wrapper(current, target):
-            return True
-        current = current.env
-    return False
-
-
-def _build_env(env_fn: Callable[[], gym.Env], env_index: int) -> gym.Env:
-    if not callable(env_fn):
-        raise TypeError(
-            f"env_fns[{env_index}] must be a callable returning a gymnasium.Env, got {type(env_fn).__name__}: "
-            f"{env_fn!r}. Pass e.g. `lambda: gymnasium.make('CartPole-v1')`, not the env itself."
-        )
-    try:
-        env = env_fn()
-    except Exception as exc:
-        add_env_context(exc, env_index, "env construction (calling env_fns[i]())")
-        raise
-    if not isinstance(env, gym.Env):
-        raise TypeError(
-            f"env_fns[{env_index}]() must return a gymnasium.Env, got {type(env).__module__}.{type(env).__qualname__}. "
-            "Old `gym` environments can be converted with shimmy's compatibility wrappers."
-        )
-    return env
-
-
-def _same_space(a: gym.Space, b: gym.Space) -> bool:
-    """Space equality; custom spaces without their own ``__eq__`` compare by type, shape and dtype."""
-    if type(a).__eq__ is object.__eq__:
-        return type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
-    return bool(a == b)
-
-
-def check_same_spaces(
-    env_index: int,
-    observation_space: gym.Space,
-    action_space: gym.Space,
-    expected_observation_space: gym.Space,
-    expected_action_space: gym.Space,
-) -> None:
-    """Raise a :class:`ValueError` naming ``env_index`` if its spaces differ from env 0's.
-
-    :raises ValueError: with both spaces in the message.
-    """
-    for kind, got, expected in (
-        ("observation_space", observation_space, expected_observation_space),
-        ("action_space", action_space, expected_action_space),
-    ):
-        if not _same_space(got, expected):
-            raise ValueError(
-                f"All sub-envs must share the same spaces, but env {env_index} has {kind} {got!r} "
-                f"while env 0 has {expected!r}. Make every env factory build the same kind of env."
-            )
-
-
-class EnvGroup:
+class EnvGroup(SubEnvRequests):
     """Owns ``k`` sub-envs and steps them into preallocated batch buffers with Stable-Baselines3's rules.
 
     Episode end: ``done = terminated or truncated`` and ``info["TimeLimit.truncated"] = truncated and not
@@ -187,9 +81,8 @@ class EnvGroup:
         self.envs: list[gym.Env] = []
         try:
             for env_fn, env_index in zip(env_fns, self.env_indices, strict=True):
-                self.envs.append(_build_env(env_fn, env_index))
-            if len({id(env.unwrapped) for env in self.envs}) != len(self.envs):
-                raise ValueError(_SAME_INSTANCE_MESSAGE)
+                self.envs.append(build_env(env_fn, env_index))
+            check_distinct_envs(self.envs)
             first = self.envs[0]
             self.observation_space: gym.Space = first.observation_space
             self.action_space: gym.Space = first.action_space
@@ -249,6 +142,8 @@ class EnvGroup:
         self.rich_infos: list[int] = []
         self._rows_buffer: Any = None
         self._rows: list[np.ndarray] = []
+        # the rows of each buffer used lately (observation slots rotate: vecenv.engine.obs_slots), by id()
+        self._rows_cache: dict[int, tuple[Any, list[np.ndarray]]] = {}
         self._row_shape: tuple[int, ...] = ()
         self._row_dtype: Any = None
         self.restart_accounts()
@@ -375,7 +270,7 @@ class EnvGroup:
                     # the caller keeps the infos: copy them, deeply only if a value is mutable (as SB3's deepcopy)
                     if env_info:
                         try:
-                            info = _copy_info(env_info)
+                            info = copy_info(env_info)
                         except Exception:
                             info = self._copy_info_dropping(j, env_info)
                         info["TimeLimit.truncated"] = False
@@ -419,7 +314,7 @@ class EnvGroup:
         self.needs_reset[j] = False
         self.reset_by_last_step.append(j)
         try:
-            info = _copy_info(self.reset_infos[j])
+            info = copy_info(self.reset_infos[j])
         except Exception:
             info = self._copy_info_dropping(j, self.reset_infos[j])
         info["TimeLimit.truncated"] = False
@@ -501,7 +396,7 @@ class EnvGroup:
             ):
                 terminal_obs[j] = obs
             else:
-                info["terminal_observation"] = _copy_observation(obs)
+                info["terminal_observation"] = copy_observation(obs)
                 if not rich:
                     rich = True
                     self.rich_infos.append(position)
@@ -565,15 +460,24 @@ class EnvGroup:
         self._envs_with_flags = None
 
     def _make_rows(self) -> list[np.ndarray]:
-        """Views of the rows of the observation buffer (none for dict / tuple buffers), rebuilt when the
-        buffer is replaced (worker processes swap in their shared-memory slice)."""
+        """Views of the rows of the observation buffer (none for dict / tuple buffers), for each buffer swapped in
+        (worker processes swap in their shared-memory slice; observation slots rotate), kept for the few
+        buffers used lately."""
         obs_buffer = self.obs
         self._rows_buffer = obs_buffer
-        if isinstance(obs_buffer, np.ndarray):
+        cached = self._rows_cache.get(id(obs_buffer))
+        if cached is not None and cached[0] is obs_buffer:
+            self._rows = cached[1]
+        elif isinstance(obs_buffer, np.ndarray):
             self._rows = [obs_buffer[j, ...] for j in range(len(obs_buffer))]  # views, also of 0-d rows
-            self._row_shape, self._row_dtype = obs_buffer.shape[1:], obs_buffer.dtype
+            if len(self._rows_cache) >= 8:
+                self._rows_cache.clear()
+            self._rows_cache[id(obs_buffer)] = (obs_buffer, self._rows)
         else:
             self._rows = []
+        if isinstance(obs_buffer, np.ndarray):
+            self._row_shape, self._row_dtype = obs_buffer.shape[1:], obs_buffer.dtype
+        else:
             self._row_dtype = None  # no array is of dtype None: every observation takes the writer
         return self._rows
 
@@ -649,67 +553,6 @@ class EnvGroup:
                 self.next_reset_seeds[j] = seed
             if env_options:
                 self.next_reset_options[j] = env_options
-
-    # --- attribute access and calls -------------------------------------------------------------
-
-    def _call_each(self, command: Command, indices: Sequence[int], fn: Callable[[gym.Env], Any]) -> list[Any]:
-        results = []
-        for j in indices:
-            try:
-                results.append(fn(self.envs[j]))
-            except Exception as exc:
-                self._fail(exc, j, command)
-                raise
-        return results
-
-    def get_attr(self, payload: tuple[str, Sequence[int]]) -> list[Any]:
-        """``(name, indices)`` -> ``env.get_wrapper_attr(name)`` of each env (searches the wrapper chain)."""
-        name, indices = payload
-        return self._call_each(Command.GET_ATTR, indices, lambda env: env.get_wrapper_attr(name))
-
-    def set_attr(self, payload: tuple[str, Any, Sequence[int]]) -> None:
-        """``(name, value, indices)`` -> ``setattr`` on the outermost wrapper (SB3; Gymnasium >= 1 does not forward)."""
-        name, value, indices = payload
-        self._call_each(Command.SET_ATTR, indices, lambda env: setattr(env, name, value))
-
-    def has_attr(self, payload: tuple[str, Sequence[int]]) -> list[bool]:
-        """``(name, indices)`` -> whether each env's wrapper chain has attribute ``name``."""
-        name, indices = payload
-
-        def has(env: gym.Env) -> bool:
-            try:
-                env.get_wrapper_attr(name)
-            except AttributeError:
-                return False
-            return True
-
-        return self._call_each(Command.HAS_ATTR, indices, has)
-
-    def env_method(self, payload: tuple[str, tuple[Any, ...], dict[str, Any], Sequence[int]]) -> list[Any]:
-        """``(name, args, kwargs, indices)`` -> ``env.get_wrapper_attr(name)(*args, **kwargs)`` per env."""
-        name, args, kwargs, indices = payload
-        return self._call_each(Command.ENV_METHOD, indices, lambda env: env.get_wrapper_attr(name)(*args, **kwargs))
-
-    def call(self, payload: tuple[str, tuple[Any, ...], dict[str, Any], Sequence[int]]) -> list[Any]:
-        """``(name, args, kwargs, indices)`` -> Gymnasium's ``call`` per env: ``env.get_wrapper_attr(name)``, read
-        once, then called with ``args`` / ``kwargs`` if it is callable, else returned as it is."""
-        name, args, kwargs, indices = payload
-
-        def call(env: gym.Env) -> Any:
-            value = env.get_wrapper_attr(name)
-            return value(*args, **kwargs) if callable(value) else value
-
-        return self._call_each(Command.CALL, indices, call)
-
-    def is_wrapped(self, payload: tuple[type[gym.Wrapper], Sequence[int]]) -> list[bool]:
-        """``(wrapper_class, indices)`` -> whether each env's wrapper chain contains ``wrapper_class``."""
-        wrapper_class, indices = payload
-        return self._call_each(Command.IS_WRAPPED, indices, lambda env: is_wrapped(env, wrapper_class))
-
-    def render(self, payload: tuple[Sequence[int]]) -> list[Any]:
-        """``(indices,)`` -> ``env.render()`` of each env (an ``(H, W, 3)`` uint8 frame in ``rgb_array`` mode)."""
-        (indices,) = payload
-        return self._call_each(Command.RENDER, indices, lambda env: env.render())
 
     def close(self, payload: Any = None) -> None:
         """Close every env; the first error is raised after all envs had their turn."""

@@ -25,6 +25,7 @@ from vecenv.engine.checks import (
     checked_batch_size,
     checked_max_restarts,
     checked_n_workers,
+    checked_obs_slots,
     checked_rewards_dtype,
     checked_timeout,
 )
@@ -157,11 +158,15 @@ class RayVecEnv(WorkerVecEnv):
         (a node with its ``actor_options``' resources free, its process started; not the building of its envs,
         which ``reset_timeout`` bounds). When it passes, :class:`TimeoutError` names Ray's address and what to
         check, and nothing is left behind. On a cluster whose autoscaler adds nodes for new actors, raise it.
+    :param obs_slots: as :class:`~vecenv.SubprocVecEnv`'s ``obs_slots``: the batches the actors send are stored
+        into one of these buffers, and ``step()`` / ``reset()`` return it without copying it again (None: up to 4
+        within 256 MiB; 0 or 1: every call returns a copy).
     :raises MissingExtraError: if ray is not installed (install the ``ray`` extra).
     :raises TimeoutError: if Ray did not answer within ``connect_timeout`` (the message names Ray's address).
     :raises ValueError: for an ``n_workers`` below 1, a non-positive timeout, a negative ``max_restarts``, a
-        ``batch_size`` outside ``1..len(env_fns)``, a ``rewards_dtype`` other than float32 and float64, reserved
-        or unsatisfiable ``actor_options``, or envs whose spaces differ.
+        ``batch_size`` outside ``1..len(env_fns)``, a ``rewards_dtype`` other than float32 and float64, an
+        ``obs_slots`` that is not a non-negative integer, reserved or unsatisfiable ``actor_options``, or envs
+        whose spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables, ``actor_options`` not a dict, or
         ``connect_timeout`` not a number.
     :raises NotImplementedError: for a nested Dict / Tuple observation space (as Stable-Baselines3).
@@ -181,8 +186,10 @@ class RayVecEnv(WorkerVecEnv):
         batch_size: int | None = None,
         rewards_dtype: DTypeLike | None = None,
         connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
+        obs_slots: int | None = None,
     ) -> None:
         env_fns = check_env_fns(env_fns)
+        obs_slots = checked_obs_slots(obs_slots)
         connect_timeout = _checked_connect_timeout(connect_timeout)
         #: the numpy type of the rewards ``step`` returns (``np.float32`` or ``np.float64``)
         self.rewards_dtype = checked_rewards_dtype(rewards_dtype, type(self).rewards_dtype)
@@ -251,7 +258,7 @@ class RayVecEnv(WorkerVecEnv):
             for other, (obs_space, act_space) in zip(workers[1:], all_spaces[1:], strict=True):
                 check_same_spaces(other.env_indices[0], obs_space, act_space, observation_space, action_space)
             # (refuses a nested observation space; it closes the workers itself when it raises)
-            super().__init__(workers, observation_space, action_space)
+            super().__init__(workers, observation_space, action_space, obs_slots=obs_slots)
         except BaseException:
             # every way out of here leaves nothing behind: the actors made so far, and Ray if it was started here
             with contextlib.suppress(Exception):

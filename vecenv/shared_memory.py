@@ -74,6 +74,10 @@ class SharedBatch:
         live in shared memory (actions then travel pickled).
     :ivar signals: int64 ``(num_envs, 8)``, one 64-byte line per env: the worker process whose first env is
         ``i`` and the calling process count their messages in row ``i`` (:mod:`vecenv.workers.spin`).
+    :ivar obs_slots: every observation slot (:mod:`vecenv.engine.obs_slots`), ``obs`` first; just ``[obs]``
+        when the block was made with fewer than 2 slots.
+    :ivar obs_slot: int64 ``(1,)``: the slot the workers write observations into now (set by the calling
+        process before its requests; read by the workers as each request arrives).
     """
 
     observation_space: spaces.Space
@@ -89,25 +93,36 @@ class SharedBatch:
     terminal_obs: np.ndarray | None
     actions: Any
     signals: np.ndarray
+    obs_slots: list[Any]
+    obs_slot: np.ndarray
 
     @staticmethod
     def _layout(
-        observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, buffer: Any, rewards_dtype: Any
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, Any, np.ndarray, int]:
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        num_envs: int,
+        buffer: Any,
+        rewards_dtype: Any,
+        obs_slots: int,
+    ) -> tuple[dict[str, Any], int]:
+        """The block's arrays over ``buffer`` (zeroed arrays of their own if None), by field name, and the bytes
+        they take."""
         alloc = _BumpAllocator(buffer)
         obs = create_batch_buffer(observation_space, num_envs, alloc)
-        rewards = alloc((num_envs,), np.dtype(rewards_dtype))
-        dones = alloc((num_envs,), np.dtype(bool))
-        terminations = alloc((num_envs,), np.dtype(bool))
-        truncations = alloc((num_envs,), np.dtype(bool))
-        terminal_obs = None
-        if isinstance(obs, np.ndarray) and is_shareable(obs):
-            terminal_obs = alloc(obs.shape, obs.dtype)
+        arrays: dict[str, Any] = {"obs": obs, "rewards": alloc((num_envs,), np.dtype(rewards_dtype))}
+        for name in ("dones", "terminations", "truncations"):
+            arrays[name] = alloc((num_envs,), np.dtype(bool))
+        arrays["terminal_obs"] = (
+            alloc(obs.shape, obs.dtype) if isinstance(obs, np.ndarray) and is_shareable(obs) else None
+        )
         actions = create_batch_buffer(action_space, num_envs, alloc)
-        if not is_shareable(actions):
-            actions = None
-        signals = alloc((num_envs, _ALIGN // 8), np.dtype(np.int64))
-        return obs, rewards, dones, terminations, truncations, terminal_obs, actions, signals, alloc.offset
+        arrays["actions"] = actions if is_shareable(actions) else None
+        arrays["signals"] = alloc((num_envs, _ALIGN // 8), np.dtype(np.int64))
+        arrays["obs_slots"] = [obs] + [
+            create_batch_buffer(observation_space, num_envs, alloc) for _ in range(obs_slots - 1)
+        ]
+        arrays["obs_slot"] = alloc((1,), np.dtype(np.int64))
+        return arrays, alloc.offset
 
     @staticmethod
     def supports(observation_space: spaces.Space) -> bool:
@@ -116,16 +131,22 @@ class SharedBatch:
 
     @classmethod
     def create(
-        cls, observation_space: spaces.Space, action_space: spaces.Space, num_envs: int, rewards_dtype: Any = np.float32
+        cls,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        num_envs: int,
+        rewards_dtype: Any = np.float32,
+        obs_slots: int = 1,
     ) -> tuple[SharedBatch, int]:
         """Allocate a new shared block (parent side).
 
         :param rewards_dtype: dtype of :attr:`rewards` (workers must attach with the same one).
+        :param obs_slots: how many observation buffers the block holds (workers must attach with the same number).
         :return: the batch and the file descriptor to pass to workers (close it once they have it).
         """
-        *_, size = cls._layout(observation_space, action_space, num_envs, None, rewards_dtype)
+        _, size = cls._layout(observation_space, action_space, num_envs, None, rewards_dtype, obs_slots)
         fd = _anonymous_fd(size)
-        return cls.attach(observation_space, action_space, num_envs, fd, size, rewards_dtype), fd
+        return cls.attach(observation_space, action_space, num_envs, fd, size, rewards_dtype, obs_slots), fd
 
     @classmethod
     def attach(
@@ -136,27 +157,11 @@ class SharedBatch:
         fd: int,
         size: int,
         rewards_dtype: Any = np.float32,
+        obs_slots: int = 1,
     ) -> SharedBatch:
         """Map the block behind ``fd`` (either side); ``fd`` stays open and is the caller's to close."""
         mapping = mmap.mmap(fd, max(size, 1))
-        obs, rewards, dones, terminations, truncations, terminal_obs, actions, signals, used = cls._layout(
-            observation_space, action_space, num_envs, mapping, rewards_dtype
-        )
+        arrays, used = cls._layout(observation_space, action_space, num_envs, mapping, rewards_dtype, obs_slots)
         if used != size:
             raise RuntimeError(f"shared batch layout mismatch: {used} bytes laid out, {size} expected")
-        return cls(
-            observation_space,
-            action_space,
-            num_envs,
-            size,
-            mapping,
-            obs,
-            rewards,
-            dones,
-            terminations,
-            truncations,
-            terminal_obs,
-            actions,
-            signals,
-        )
-
+        return cls(observation_space, action_space, num_envs, size, mapping, **arrays)

@@ -132,6 +132,10 @@ class StepStats:
         spin with ``wait_mode="auto"``).
     :param between_steps_cores: the cores the calling process kept busy in those intervals (CPU time of all its
         threads over wall time), or None.
+    :param obs_shared: observation batches ``step()`` / ``reset()`` handed out without a copy, backed by an
+        observation slot (:mod:`vecenv.engine.obs_slots`).
+    :param obs_copied: those handed out as a copy: the vector env has no slots (``obs_slots=0``, or a space
+        without a fixed-size dtype), or the caller held every slot but the one the envs write next.
     """
 
     wall_seconds: float
@@ -152,6 +156,8 @@ class StepStats:
     workers_spin_paused: bool = False
     between_steps_seconds: float | None = None
     between_steps_cores: float | None = None
+    obs_shared: int = 0
+    obs_copied: int = 0
 
     @property
     def num_envs(self) -> int:
@@ -364,7 +370,20 @@ class StepClock:
     """The calling process's side of :class:`StepStats`: running totals in seconds, updated by the vector env
     at the entry and exit of ``step_async`` / ``step_wait`` / ``reset`` (:func:`time.perf_counter`)."""
 
-    __slots__ = ("between", "collect", "last_exit", "outside", "reset", "send", "spinner", "start", "steps", "wait")
+    __slots__ = (
+        "between",
+        "collect",
+        "last_exit",
+        "obs_copied",
+        "obs_shared",
+        "outside",
+        "reset",
+        "send",
+        "spinner",
+        "start",
+        "steps",
+        "wait",
+    )
 
     def __init__(self) -> None:
         #: how the calling process waits for replies, if it spins (a :class:`vecenv.workers.spin.Spinner`, whose
@@ -381,6 +400,8 @@ class StepClock:
         self.last_exit = 0.0
         self.send = self.wait = self.collect = self.reset = self.outside = 0.0
         self.steps = 0
+        #: observation batches handed out over a slot / as a copy (see StepStats)
+        self.obs_shared = self.obs_copied = 0
         if self.spinner is not None:
             self.spinner.restart_accounts()
 
@@ -436,5 +457,7 @@ class StepClock:
             workers_spin_paused=self.between is not None and self.between.paused,
             between_steps_seconds=None if self.between is None else self.between.between,
             between_steps_cores=None if self.between is None else self.between.cores,
+            obs_shared=self.obs_shared,
+            obs_copied=self.obs_copied,
             **spin,
         )

@@ -20,10 +20,12 @@ from vecenv.engine.checks import (
     checked_batch_size,
     checked_max_restarts,
     checked_n_workers,
+    checked_obs_slots,
     checked_parent_envs,
     checked_rewards_dtype,
     checked_timeout,
 )
+from vecenv.engine.obs_slots import default_obs_slots
 from vecenv.engine.replies import call_all
 from vecenv.env_group import check_same_spaces
 from vecenv.shared_memory import SharedBatch
@@ -116,11 +118,18 @@ class SubprocVecEnv(WorkerVecEnv):
         (non-integer ones) the default gives statistics that differ from an SB3 ``SubprocVecEnv`` run in the
         last bits (docs/migrating-from-sb3.md). Their ``np.dtype`` and names (``"float32"``, ``"float64"``) are accepted
         too.
+    :param obs_slots: how many observation batch buffers ("slots") the workers write into, in turn, so that
+        ``step()`` and ``reset()`` hand out the observations without copying them
+        (:mod:`vecenv.engine.obs_slots`). None (default): up to 4, within 256 MiB in all; 0 or 1: one buffer,
+        and every call returns a copy of it. Either way the arrays returned are the caller's to keep: a slot is
+        written again only once no array of it is alive, and when the caller holds all but one, the next
+        batch is a copy (``step_stats().obs_copied`` counts them). Spaces without a fixed-size dtype always copy.
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
         ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, a ``parent_envs`` outside
         ``0..len(env_fns)-1``, a ``wait_mode`` other than ``"auto"``, ``"spin"`` and ``"block"``,
         ``wait_mode="spin"`` with ``shared_memory=False`` or a ``rewards_dtype`` other than float32 and float64
-        (all before any process starts), or if the envs' spaces differ.
+       , an ``obs_slots`` that
+        is not a non-negative integer (all before any process starts), or if the envs' spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
     """
@@ -139,8 +148,10 @@ class SubprocVecEnv(WorkerVecEnv):
         parent_envs: int = 0,
         wait_mode: str = "auto",
         rewards_dtype: DTypeLike | None = None,
+        obs_slots: int | None = None,
     ) -> None:
         env_fns = check_env_fns(env_fns)
+        obs_slots = checked_obs_slots(obs_slots)
         #: the numpy type of the rewards ``step`` returns (``np.float32`` or ``np.float64``)
         self.rewards_dtype = checked_rewards_dtype(rewards_dtype, type(self).rewards_dtype)
         wait_mode = checked_wait_mode(wait_mode)
@@ -175,20 +186,32 @@ class SubprocVecEnv(WorkerVecEnv):
         workers: list[Worker] = []
         buffers = None
         action_buffer = None
+        shared = None
         try:
             subprocs = _start_subprocs(ctx, env_fns, parent_envs, n_workers, mode, step_timeout, reset_timeout, workers)
             for subproc in subprocs:
                 subproc.use_spinner(spinner, worker_spin)
             observation_space, action_space = _spaces_of(env_fns, parent_envs, mode, workers, subprocs)
             if shared_memory:
-                buffers, action_buffer = _share_memory(
-                    observation_space, action_space, len(env_fns), self.rewards_dtype, subprocs, bool(max_restarts)
+                buffers, action_buffer, shared = _share_memory(
+                    observation_space,
+                    action_space,
+                    len(env_fns),
+                    self.rewards_dtype,
+                    subprocs,
+                    bool(max_restarts),
+                    obs_slots,
                 )
         except BaseException:
             with contextlib.suppress(Exception):
                 shutdown_workers(workers)
             raise
-        super().__init__(workers, observation_space, action_space, buffers, action_buffer)
+        slots: int | list[Any] | None = obs_slots
+        if shared is not None:  # the slots live in the shared block (0: observations that do not, or none asked)
+            slots = shared.obs_slots if len(shared.obs_slots) > 1 else 0
+        super().__init__(workers, observation_space, action_space, buffers, action_buffer, slots)
+        if shared is not None and self._slots is not None:
+            self._slot_cell = shared.obs_slot
         self._clock.spinner = spinner
         if spinner is not None:
             spinner.restart_accounts()
@@ -270,21 +293,29 @@ def _share_memory(
     rewards_dtype: Any,
     subprocs: list[SubprocWorker],
     restarts: bool,
-) -> tuple[tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray], Any]:
+    obs_slots: int | None,
+) -> tuple[tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray], Any, SharedBatch]:
     """Create the shared batch block and map it in every worker process. The block's fd is closed once the
     workers have it, unless ``restarts`` (kept to set up restarted workers; closed with the workers).
 
-    :return: ``(buffers, action_buffer)`` for :class:`~vecenv.worker_vec_env.WorkerVecEnv`; observations of a
-        space with no fixed-size dtype live in an ordinary buffer (they travel pickled).
+    :param obs_slots: the observation slots asked for (None: :func:`default_obs_slots`); the block holds them
+        when there are at least two and the observations live in shared memory.
+    :return: ``(buffers, action_buffer, shared)``: the buffers for :class:`~vecenv.worker_vec_env.WorkerVecEnv`
+        (observations of a space with no fixed-size dtype live in an ordinary buffer: they travel pickled),
+        and the block.
     """
-    shared, raw_fd = SharedBatch.create(observation_space, action_space, num_envs, rewards_dtype)
+    obs_in_shm = SharedBatch.supports(observation_space)
+    if obs_slots is None:
+        obs_slots = default_obs_slots(observation_space, num_envs)
+    slots = obs_slots if obs_in_shm and obs_slots >= 2 else 1
+    shared, raw_fd = SharedBatch.create(observation_space, action_space, num_envs, rewards_dtype, slots)
     fd = SharedFd(raw_fd)
     try:
-        obs_in_shm = SharedBatch.supports(observation_space)
         for worker in subprocs:
             worker.setup_shared(shared, fd, obs_in_shm)
     finally:
         if not restarts:
             fd.close()
     obs_buffer = shared.obs if obs_in_shm else create_batch_buffer(observation_space, num_envs)
-    return (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations), shared.actions
+    buffers = (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations)
+    return buffers, shared.actions, shared

@@ -25,7 +25,7 @@ from vecenv.engine.replies import call_all, gather
 from vecenv.errors import NoAsyncCallError, WorkerDiedError
 from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
-from vecenv.spaces import batch_copy, fits_action_buffer, num_actions, split_actions, write_actions
+from vecenv.spaces import fits_action_buffer, num_actions, split_actions, write_actions
 
 __all__ = [
     "AsyncState",
@@ -179,6 +179,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         space, slices, workers = self.action_space, self._env_ranges, self._workers
         plan = self._plan_around_held() if self._held else None
         self._plan = plan
+        self._prepare_obs_write(keep_rows=plan is not None)  # (envs that hold results keep their rows)
         try:
             for w, local_ids in self._full_plan if plan is None else plan:
                 worker = workers[w]
@@ -276,7 +277,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             self._discard_requests_in_flight()
         self._drain_partial()
         self.reset_envs(None)
-        return batch_copy(self._obs_buffer)
+        return self._hand_out_obs()
 
     # --- the engine API: what vecenv's Gymnasium layer and adapters build on ---------------------------------
     #
@@ -314,6 +315,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             self._check_idle("reset")
             self._check_seeds_and_options()
             self.prepare_reset(env_ids)
+            self._prepare_obs_write(keep_rows=env_ids is not None)
             workers, slices = self._workers, self._env_ranges
             requests: list[tuple[int, list[int] | None]]
             if env_ids is None:

@@ -33,6 +33,10 @@ workers from: a program starts it once, so it is started before any layout is bu
 ``vecenv run --compare`` times three of these layouts the same way (:func:`compared_layouts`: the plain loop,
 ``DummyVecEnv`` and one ``SubprocVecEnv``) within :data:`COMPARE_BUDGET`. Both print
 :meth:`AutotuneResult.advice`: which layout to use, and why, from the rates measured.
+
+This module holds the search: checking the env, building, timing and closing the layouts. The layouts are in
+:mod:`vecenv.bench.autotune_layouts` and the result and its report in :mod:`vecenv.bench.autotune_report`, whose
+names this module re-exports.
 """
 
 from __future__ import annotations
@@ -44,27 +48,31 @@ import logging
 import math
 import multiprocessing as mp
 import os
-import statistics
 import sys
-import textwrap
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
-from vecenv.bench.adapters import BenchBackend, EnvFn, PlainLoop, VecEnvAdapter
-from vecenv.bench.backends import parent_share
+from vecenv.bench.adapters import BenchBackend
+from vecenv.bench.autotune_layouts import (
+    LARGE_OBS_BYTES,
+    PLAIN,
+    Layout,
+    _cores,
+    compared_layouts,
+    observation_bytes,
+    plan_layouts,
+)
+from vecenv.bench.autotune_report import _TIE, AutotuneResult, AutotuneRow
 from vecenv.bench.case import ACTION_POOL, time_steps, warm_up
-from vecenv.bench.machine import cpu_model, cpus_usable, load_1m
 from vecenv.bench.memory import tree_rss_kib
-from vecenv.bench.tables import is_number, render_markdown
+from vecenv.bench.tables import is_number
 from vecenv.bench.workloads import WorkloadFactory
 from vecenv.cli_args import UsageError, resolve_env_id
 from vecenv.optional import install_hint, is_installed
-from vecenv.spaces import buffer_leaves, create_batch_buffer
-from vecenv.subproc_vec_env import default_n_workers
 
 __all__ = [
     "COMPARE_BUDGET",
@@ -90,8 +98,6 @@ DEFAULT_NUM_ENVS = 8
 DEFAULT_BUDGET = 60.0
 #: The smallest budget, in seconds: start-up of the layouts, a few rounds each, and closing.
 MIN_BUDGET = 5.0
-#: One observation larger than this (bytes) also tries ``SubprocVecEnv(shared_memory=False)``.
-LARGE_OBS_BYTES = 16 * 1024
 #: The smallest budget, in seconds, that also tries ``RayVecEnv``: Ray's import and start (3 s on an idle
 #: machine, up to about 15 s on a busy 2-core one) and its shutdown (about 2 s) then still leave at least
 #: a third of it, and usually much more, to timing.
@@ -108,114 +114,10 @@ _MIN_SLOT_S, _MAX_SLOT_S = 0.02, 0.5
 _WARMUP_S = 0.1
 #: Seconds kept for closing: a base, per layout with processes, and for Ray (actors, then ``ray.shutdown``).
 _CLOSE_BASE_S, _CLOSE_PROCESS_S, _CLOSE_RAY_S = 0.5, 0.2, 4.0
-#: Two layouts whose rates differ by less than this share are called a tie in the report.
-_TIE = 0.05
-#: Columns the advice of the report is wrapped to.
-_ADVICE_WIDTH = 100
-
-PLAIN = "plain loop"
 
 
 class AutotuneError(ValueError):
     """What :func:`autotune` cannot do: an unknown env id, an env that cannot be created, a budget too small."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One way to run the envs: a vector-env class and its keyword arguments, or the plain loop.
-
-    :param cls: ``"DummyVecEnv"``, ``"SubprocVecEnv"``, ``"RayVecEnv"`` or :data:`PLAIN`.
-    :param kwargs: the constructor's keyword arguments, in the order they are shown.
-    """
-
-    cls: str
-    kwargs: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def is_reference(self) -> bool:
-        """Whether this is the plain loop (the reference of the ratio; not a vector env, never the best)."""
-        return self.cls == PLAIN
-
-    @property
-    def label(self) -> str:
-        """The layout as the table shows it, e.g. ``SubprocVecEnv(n_workers=1, parent_envs=4)``."""
-        if self.is_reference:
-            return f"{PLAIN} (reference)"
-        args = ", ".join(f"{key}={value!r}" for key, value in self.kwargs)
-        return f"{self.cls}({args})" if args else self.cls
-
-    @property
-    def constructor(self) -> str:
-        """The constructor call to paste, e.g. ``SubprocVecEnv(env_fns, n_workers=2)``."""
-        if self.is_reference:
-            return "[env_fn() for env_fn in env_fns]"
-        args = "".join(f", {key}={value!r}" for key, value in self.kwargs)
-        return f"{self.cls}(env_fns{args})"
-
-    @property
-    def has_processes(self) -> bool:
-        """Whether the layout starts processes (workers or Ray), which take longer to close."""
-        return self.cls in ("SubprocVecEnv", "RayVecEnv")
-
-    def build(self, env_fns: Sequence[EnvFn], seed: int) -> BenchBackend:
-        """Build the layout over ``env_fns`` (not reset); a ``RayVecEnv`` needs Ray initialised."""
-        if self.is_reference:
-            return PlainLoop(env_fns, seed)
-        import vecenv
-
-        venv_cls = getattr(vecenv, self.cls)
-        return VecEnvAdapter(venv_cls(list(env_fns), **dict(self.kwargs)), seed)
-
-
-def plan_layouts(num_envs: int, obs_bytes: int, with_ray: bool) -> list[Layout]:
-    """The layouts :func:`autotune` tries on this machine, the plain loop first and Ray last (the rules are in
-    the module's description).
-
-    :param num_envs: envs per layout.
-    :param obs_bytes: bytes of one env's observation (:func:`observation_bytes`).
-    :param with_ray: whether to try ``RayVecEnv``.
-    :return: the layouts, in build order.
-    """
-    cores = _cores()
-    most = min(cores, num_envs)
-    layouts = [Layout(PLAIN), Layout("DummyVecEnv")]
-    layouts += [Layout("SubprocVecEnv", (("n_workers", k),)) for k in range(1, most + 1)]
-    share = parent_share(num_envs)
-    if share > 0:
-        in_workers = min(cores - 1, num_envs - share)
-        layouts.append(Layout("SubprocVecEnv", (("n_workers", in_workers), ("parent_envs", share))))
-    if obs_bytes > LARGE_OBS_BYTES:
-        layouts.append(Layout("SubprocVecEnv", (("n_workers", most), ("shared_memory", False))))
-    if with_ray:
-        layouts.append(Layout("RayVecEnv"))
-    return layouts
-
-
-def compared_layouts(num_envs: int, subproc_kwargs: dict[str, Any] | None = None) -> list[Layout]:
-    """The layouts ``vecenv run --compare`` times: the plain loop (the reference), ``DummyVecEnv`` and one
-    ``SubprocVecEnv``.
-
-    :param num_envs: envs per layout.
-    :param subproc_kwargs: the ``SubprocVecEnv``'s keyword arguments (e.g. ``parent_envs``). Its ``n_workers``
-        is SubprocVecEnv's default when not given (one per usable core, less one with ``parent_envs``), and at
-        most the envs in worker processes, as SubprocVecEnv uses; the label shows the number.
-    :return: the three layouts, in build order.
-    """
-    kwargs = dict(subproc_kwargs or {})
-    parent_envs = int(kwargs.get("parent_envs") or 0)
-    n_workers = kwargs.pop("n_workers", None) or default_n_workers(parent_envs)
-    shown = {"n_workers": max(1, min(n_workers, num_envs - parent_envs)), **kwargs}
-    return [Layout(PLAIN), Layout("DummyVecEnv"), Layout("SubprocVecEnv", tuple(shown.items()))]
-
-
-def _cores() -> int:
-    """The CPU cores this process may run on."""
-    return max(1, cpus_usable() or os.cpu_count() or 1)
-
-
-def observation_bytes(space: gym.Space) -> int:
-    """Bytes of one observation of ``space`` (every array of a Dict / Tuple space added up)."""
-    return sum(int(leaf.nbytes) for leaf in buffer_leaves(create_batch_buffer(space, 1)))
 
 
 def check_budget(budget: float, name: str = "budget") -> None:
@@ -231,205 +133,6 @@ def check_budget(budget: float, name: str = "budget") -> None:
             f"{name}: {given} s is too small to measure anything: the minimum is {MIN_BUDGET:g} s (start-up of "
             "every layout, a few timed rounds each, and closing)"
         )
-
-
-@dataclass
-class AutotuneRow:
-    """One layout's measurements.
-
-    :param layout: the layout.
-    :param status: ``"ok"``, ``"error"`` (``error`` says why) or ``"not built"`` (the budget ran out first).
-    :param rates: env-steps/s of each round.
-    :param startup_s: construction and first reset, in seconds.
-    :param memory_mib: the RSS the layout added to this process tree (its processes and this process's
-        growth), in MiB.
-    :param x_plain: :attr:`env_steps_per_s` over the plain loop's.
-    """
-
-    layout: Layout
-    status: str = "ok"
-    error: str | None = None
-    rates: list[float] = field(default_factory=list)
-    startup_s: float | None = None
-    memory_mib: float | None = None
-    x_plain: float | None = None
-
-    @property
-    def env_steps_per_s(self) -> float | None:
-        """The median of :attr:`rates` (None without a rate)."""
-        return statistics.median(self.rates) if self.status == "ok" and self.rates else None
-
-
-#: (header, right-aligned) of the table.
-_HEADERS = [
-    ("#", True),
-    ("layout", False),
-    ("env-steps/s", True),
-    ("x plain", True),
-    ("start-up s", True),
-    ("memory MiB", True),
-]
-
-
-def _cell(value: float | None, spec: str) -> str:
-    return format(value, spec) if is_number(value) else ""
-
-
-@dataclass
-class AutotuneResult:
-    """What :func:`autotune` measured.
-
-    :param env_id: the env.
-    :param num_envs: envs per layout.
-    :param budget: the time budget, in seconds.
-    :param rows: every layout, ranked: the measured ones by env-steps/s (fastest first), then those that
-        failed or were not built. The plain loop is among them as the reference.
-    :param rounds: complete rounds of timing.
-    :param wall_s: the wall time of the whole autotune, closing included.
-    :param cores: usable cores.
-    :param notes: remarks on the run (layouts left out, ties, errors).
-    """
-
-    env_id: str
-    num_envs: int
-    budget: float
-    rows: list[AutotuneRow]
-    rounds: int
-    wall_s: float
-    cores: int
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def best(self) -> AutotuneRow | None:
-        """The fastest vector-env layout (the plain loop is not one), or None if none was measured."""
-        return next((row for row in self.rows if row.env_steps_per_s is not None and not row.layout.is_reference), None)
-
-    @property
-    def plain(self) -> AutotuneRow | None:
-        """The plain loop's row."""
-        return next((row for row in self.rows if row.layout.is_reference), None)
-
-    def table(self) -> str:
-        """The ranked table (Markdown, readable as text): layout, env-steps/s, ratio to the plain loop, start-up,
-        memory; ``#`` is the rank among the vector-env layouts (``ref`` for the plain loop)."""
-        lines, rank = [], 0
-        for row in self.rows:
-            rate = row.env_steps_per_s
-            if row.layout.is_reference:
-                number = "ref"
-            elif rate is not None:
-                rank += 1
-                number = str(rank)
-            else:
-                number = "-"
-            lines.append(
-                [
-                    number,
-                    row.layout.label,
-                    _cell(rate, ",.0f") if rate is not None else row.status,
-                    _cell(row.x_plain, ".2f"),
-                    _cell(row.startup_s, ".2f"),
-                    _cell(row.memory_mib, ",.0f"),
-                ]
-            )
-        return render_markdown([h for h, _ in _HEADERS], lines, [r for _, r in _HEADERS])
-
-    def _measured(self, cls: str) -> list[AutotuneRow]:
-        """The rows of the layouts of ``cls`` that have a rate, fastest first."""
-        return [row for row in self.rows if row.layout.cls == cls and row.env_steps_per_s is not None]
-
-    def advice(self) -> str | None:
-        """Which layout to use, and why, in words a newcomer reads; None without a rate for the plain loop, for
-        ``DummyVecEnv`` and for a layout with processes.
-
-        From the rates measured: one env step's time in the plain loop; ``DummyVecEnv`` when it is the fastest
-        vector env or within 5% of it (it starts no processes), with the ratio of the fastest layout with
-        processes to it and, from the fastest ``SubprocVecEnv`` with two or more workers and no ``parent_envs``,
-        the step time above which worker processes would pay on this machine (:meth:`_break_even_us`); else the
-        fastest layout, with its ratio to ``DummyVecEnv``.
-
-        :return: the advice, one or two sentences (the last without its period), or None.
-        """
-        plain, best, dummies = self.plain, self.best, self._measured("DummyVecEnv")
-        plain_rate = None if plain is None else plain.env_steps_per_s
-        others = [row for row in self.rows if row.layout.has_processes and row.env_steps_per_s is not None]
-        if plain_rate is None or best is None or not dummies or not others:
-            return None
-        dummy_rate, best_rate = dummies[0].env_steps_per_s or 0.0, best.env_steps_per_s or 0.0
-        if dummy_rate <= 0 or best_rate <= 0:
-            return None
-        step_us = 1e6 / plain_rate
-        env = f"one {self.env_id} step takes {step_us:.1f} us here (in the plain loop)"
-        if dummy_rate < (1 - _TIE) * best_rate:
-            workers = "Ray actors" if best.layout.cls == "RayVecEnv" else "worker processes"
-            return (
-                f"use {best.layout.label}: {env}, enough work for {workers} stepping the envs in parallel to gain "
-                f"more than passing every step between processes costs: {best_rate / dummy_rate:.2f}x DummyVecEnv's "
-                "rate"
-            )
-        fastest = others[0]  # the rows are ranked
-        if best.layout.cls == "DummyVecEnv":
-            text = (
-                f"use DummyVecEnv: {env}, too little work for worker processes to pay off, since every vector step "
-                f"passes actions and results between processes and wakes them up: {fastest.layout.label} reached "
-                f"{(fastest.env_steps_per_s or 0.0) / dummy_rate:.2f}x DummyVecEnv's rate"
-            )
-        else:
-            text = (
-                f"use DummyVecEnv: {env}, and {best.layout.label} was only {best_rate / dummy_rate - 1:.0%} faster, "
-                "within the noise of a shared machine, while DummyVecEnv starts no processes"
-            )
-        pays = self._break_even_us(step_us)
-        if pays is not None:
-            text += (
-                f". Worker processes pay for envs whose step takes more than about {float(f'{pays:.2g}'):,.0f} us "
-                "on this machine (estimated from these rates), such as physics simulators, emulators or image "
-                "processing"
-            )
-        return text
-
-    def _break_even_us(self, step_us: float) -> float | None:
-        """The env step time (us) above which the fastest ``SubprocVecEnv`` with ``W >= 2`` workers and no
-        ``parent_envs`` would outrun ``DummyVecEnv``, or None without one: its time per vector step ``N / rate``
-        less the env work spread over its workers ``N x step / W`` is taken as a fixed cost ``F``, and ``N x t =
-        N x t / W + F`` gives ``t = F / (N (1 - 1 / W))``."""
-        for row in self._measured("SubprocVecEnv"):
-            kwargs = dict(row.layout.kwargs)
-            workers = int(kwargs.get("n_workers") or 0)
-            if workers < 2 or kwargs.get("parent_envs"):
-                continue
-            n = self.num_envs
-            fixed_us = n * 1e6 / (row.env_steps_per_s or math.inf) - n * step_us / workers
-            return fixed_us / (n * (1 - 1 / workers)) if fixed_us > 0 else None
-        return None
-
-    def machine_line(self) -> str:
-        """The machine in one line: usable cores, CPU model, load average."""
-        load = load_1m()
-        return f"machine: {self.cores} usable cores (of {os.cpu_count()}), {cpu_model() or 'unknown CPU model'}" + (
-            f", load average {load:.2f}" if load is not None else ""
-        )
-
-    def report(self) -> str:
-        """What ``vecenv bench --autotune`` prints: a header line, the table, the constructor of the fastest
-        layout, notes and the machine."""
-        best = self.best
-        lines = [
-            f"{self.env_id}, {self.num_envs} envs: {self.rounds} rounds in {self.wall_s:.1f} s (budget "
-            f"{self.budget:g} s); env-steps/s is the median over rounds",
-            "",
-            self.table(),
-            "",
-            f"fastest layout: {best.layout.constructor}" if best is not None else "fastest layout: none measured",
-        ]
-        advice = self.advice()
-        if advice is not None:
-            lines.append(
-                textwrap.fill(f"advice: {advice}", width=_ADVICE_WIDTH, subsequent_indent="  ", break_on_hyphens=False)
-            )
-        lines += [f"note: {note}" for note in self.notes]
-        lines.append(self.machine_line())
-        return "\n".join(lines)
 
 
 # --- the env ------------------------------------------------------------------------------------------

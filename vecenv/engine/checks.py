@@ -79,6 +79,21 @@ def checked_max_restarts(value: Any) -> int:
     return int(value)
 
 
+def checked_obs_slots(value: Any) -> int | None:
+    """``obs_slots`` as given: None (the default count) or a non-negative int (0 and 1: no slots, copies).
+
+    :raises ValueError: for anything else, naming the argument and the value received.
+    """
+    if value is None:
+        return None
+    if not is_int(value) or value < 0:
+        raise ValueError(
+            f"obs_slots must be None (the default) or a non-negative integer (0 or 1: every step returns a copy), "
+            f"got {value!r}"
+        )
+    return int(value)
+
+
 def checked_n_workers(value: Any) -> int:
     if not is_int(value) or value < 1:
         raise ValueError(f"n_workers must be a positive integer or None, got {value!r}")

@@ -15,6 +15,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn, check_open
+from vecenv.engine.obs_slots import ObsSlots, default_obs_slots
 from vecenv.engine.replies import wait_ready
 from vecenv.errors import AlreadyPendingCallError
 from vecenv.interrupts import GUARD
@@ -76,6 +77,7 @@ class EngineCore(VecEnv):
         action_space: gym.Space,
         buffers: tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
         action_buffer: Any = None,
+        obs_slots: int | Sequence[Any] | None = None,
     ) -> None:
         self._workers = list(workers)
         self.autoreset_mode: AutoresetMode = getattr(self._workers[0], "autoreset_mode", AutoresetMode.SAME_STEP)
@@ -120,6 +122,7 @@ class EngineCore(VecEnv):
                     self._terminations[start:stop],
                     self._truncations[start:stop],
                 )
+            self._setup_obs_slots(observation_space, num_envs, obs_slots)
             self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
             self._batch_size = num_envs
             # partial batches: worker -> (command, env ids, RESET payload); env id -> info not returned yet
@@ -223,16 +226,69 @@ class EngineCore(VecEnv):
         """A copy of the observations the envs returned last, ``(num_envs, *obs_shape)``."""
         return batch_copy(self._obs_buffer)
 
+    # --- observations handed to the caller (vecenv.engine.obs_slots) -------------------------------------
+
+    def _setup_obs_slots(
+        self, observation_space: gym.Space, num_envs: int, obs_slots: int | Sequence[Any] | None
+    ) -> None:
+        """Set up the observation slots: ``obs_slots`` is how many (None: :func:`default_obs_slots`; 0 or 1: none,
+        every hand-out is a copy), or the slot buffers themselves (shared memory; the first is the obs buffer)."""
+        #: the slot pool, or None (hand-outs are copies)
+        self._slots: ObsSlots | None = None
+        #: slot -> worker -> that worker's rows of the slot
+        self._slot_rows: list[list[Any]] = []
+        #: a one-element int64 array the worker processes read the current slot from (None: no such process)
+        self._slot_cell: Any = None
+        if not all(worker.supports_obs_slots for worker in self._workers):
+            return
+        if obs_slots is None:
+            obs_slots = default_obs_slots(observation_space, num_envs)
+        if isinstance(obs_slots, int):
+            if obs_slots < 2:
+                return
+            buffers = [self._obs_buffer]
+            buffers += [create_batch_buffer(observation_space, num_envs) for _ in range(obs_slots - 1)]
+        else:
+            buffers = list(obs_slots)
+        self._slots = ObsSlots(buffers)
+        self._slot_rows = [[batch_slice(buffer, start, stop) for start, stop in self._env_ranges] for buffer in buffers]
+
+    def _prepare_obs_write(self, keep_rows: bool) -> None:
+        """Before a request that writes observations: if the caller holds the current slot, the envs write into a
+        free one from now on (holding the current rows first if ``keep_rows``: the write covers some envs only)."""
+        slots = self._slots
+        if slots is None or slots.held[slots.current] == 0:
+            return
+        # (a slot is handed out only when nothing is in flight, and a switch follows at once: no worker still
+        # writes into the old slot)
+        assert not self._in_flight, "vecenv: observation slot switched while partial batches are in flight"
+        target = slots.free_slot(keep_rows)
+        if target is None:
+            return
+        self._obs_buffer = slots.buffers[target]
+        if self._slot_cell is not None:
+            self._slot_cell[0] = target
+        for worker, rows in zip(self._workers, self._slot_rows[target], strict=True):
+            worker.use_obs_rows(rows)
+
+    def _hand_out_obs(self) -> VecEnvObs:
+        """The latest observations, the caller's to keep: arrays over the current slot, or a copy."""
+        slots = self._slots
+        if slots is None:
+            self._clock.obs_copied += 1
+            obs = self._obs_buffer
+            return obs.copy() if type(obs) is np.ndarray else batch_copy(obs)
+        obs, copied = slots.hand_out()
+        if copied:
+            self._clock.obs_copied += 1
+        else:
+            self._clock.obs_shared += 1
+        return obs
+
     def _step_result(self, infos: list[dict[str, Any]]) -> VecEnvStepReturn:
-        """``(obs, rewards, dones, infos)`` of the step just collected, as copies the caller may keep."""
+        """``(obs, rewards, dones, infos)`` of the step just collected, the caller's to keep."""
         self._last_infos = infos
-        obs = self._obs_buffer
-        return (
-            obs.copy() if type(obs) is np.ndarray else batch_copy(obs),
-            self._rewards.copy(),
-            self._dones.copy(),
-            infos,
-        )
+        return self._hand_out_obs(), self._rewards.copy(), self._dones.copy(), infos
 
     def close(self) -> None:
         """Close every env and end every worker process (bounded; idempotent; also runs at garbage collection).
@@ -253,6 +309,8 @@ class EngineCore(VecEnv):
         finally:
             # drop the batch buffers: for worker processes they map shared memory, released with them
             self._obs_buffer = None
+            # (arrays handed out keep their slot's memory: mapped until the last of them is gone)
+            self._slots, self._slot_rows, self._slot_cell = None, [], None
             self._action_buffer = None
             self._rewards = self._dones = self._terminations = self._truncations = np.zeros((0,))
             self._clock.between = None  # (it holds the workers' rows of the shared signals)

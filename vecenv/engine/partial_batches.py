@@ -47,6 +47,7 @@ class PartialBatches(Recovery):
         self._drain_partial()
         self._check_seeds_and_options()
         self._forget_results()
+        self._prepare_obs_write(keep_rows=False)
         try:
             for w, (worker, (start, stop)) in enumerate(zip(self._workers, self._env_ranges, strict=True)):
                 payload = (self._seeds[start:stop], self._options[start:stop], None, self.gymnasium_resets)
@@ -128,6 +129,7 @@ class PartialBatches(Recovery):
         # nothing is refused from here on
         if self._unsettled:
             self._settle()
+        self._prepare_obs_write(keep_rows=True)
         if self._seeds_or_options_staged:
             self._push_staged_to(list(by_worker))
         held, ready = self._held, self._ready

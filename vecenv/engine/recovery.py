@@ -146,6 +146,7 @@ class Recovery(EngineCore):
         start, stop = self._env_ranges[w]
         if seeds is None and options is None:
             seeds, options = self._take_staged(start, stop)
+        self._prepare_obs_write(keep_rows=True)  # (the caller may hold the current observations)
         reset_infos = worker.restart(seeds, options)
         for env_id in range(start, stop):  # the restart supersedes what its envs held
             self._held.pop(env_id, None)

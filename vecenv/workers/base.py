@@ -108,6 +108,18 @@ class Worker(ABC):
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
         """Give the worker the views of the batch buffers that hold its envs (filled by STEP and RESET)."""
 
+    #: whether :meth:`use_obs_rows` is implemented: a vector env hands out observations without a copy
+    #: (:mod:`vecenv.engine.obs_slots`) only if every worker can write into another slot
+    supports_obs_slots = False
+
+    def use_obs_rows(self, obs_rows: Any) -> None:
+        """From the next request on, write the envs' observations into ``obs_rows``: the worker's rows of another
+        observation slot (:mod:`vecenv.engine.obs_slots`), same structure as the rows given to :meth:`attach`.
+
+        :raises NotImplementedError: unless :attr:`supports_obs_slots`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot write observations into another slot")
+
     def restart(
         self, seeds: Sequence[int | None] | None = None, options: Sequence[dict[str, Any] | None] | None = None
     ) -> list[dict[str, Any]]:

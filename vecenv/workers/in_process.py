@@ -46,6 +46,11 @@ class InProcessWorker(Worker):
         group.terminations, group.truncations = terminations, truncations
         group.forget_flags()  # new arrays: let the next step clear them
 
+    supports_obs_slots = True
+
+    def use_obs_rows(self, obs_rows: Any) -> None:
+        self.group.obs = obs_rows
+
     #: recv() runs the request: it never waits for a reply
     blocks = False
 

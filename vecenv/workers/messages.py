@@ -42,6 +42,7 @@ import time
 import traceback
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from time import perf_counter
 from typing import Any
 
@@ -83,6 +84,8 @@ STEP_SHARED_MESSAGE = bytes([STEP_SHARED])
 OK_EMPTY_MESSAGE = bytes([OK_EMPTY])
 OK_EMPTY_DONE_MESSAGE = bytes([OK_EMPTY_DONE])
 DEFAULT_INFO_KEY = "TimeLimit.truncated"
+# the info of an env whose step reported nothing else, copied for each such env (dict.copy in a C loop)
+_DEFAULT_INFO = {DEFAULT_INFO_KEY: False}
 
 
 def label(doing: Command | str) -> str:
@@ -247,7 +250,6 @@ class GroupServer:
         )
         return obs, rewards_dones
 
-
     def step(self, actions: Any, indices: list[int] | None) -> bytes:
         """Step the group; the reply message.
 
@@ -269,7 +271,6 @@ class GroupServer:
             self._completed_step = (stepped, picklable)
             raise UncopyableInfoError.from_dropped(dropped) from error
 
-
     def _step_payload(self, infos: list[dict[str, Any]], reset_infos: list[dict[str, Any]]) -> tuple[Any, ...] | None:
         """``(obs, rewards_dones, sparse_infos, sparse_resets)`` of the envs the last step completed, or None if
         the parent can rebuild everything from the shared arrays."""
@@ -288,7 +289,6 @@ class GroupServer:
         if not sparse_infos and not sparse_resets and self.obs_in_shm and self.arrays_in_shm:
             return None
         return (*self._arrays(), sparse_infos, sparse_resets)
-
 
     def _partial_step_payload(self, exc: Exception) -> tuple[tuple[Any, ...] | None, Exception]:
         """After a step that raised ``exc``: ``(completed local indices, obs, rewards_dones, sparse_infos,
@@ -414,6 +414,13 @@ class MessageWorker(Worker):
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
         self._buffers = (obs_buffer, rewards, dones, terminations, truncations)
 
+    supports_obs_slots = True
+
+    def use_obs_rows(self, obs_rows: Any) -> None:
+        # (a group whose observations live in shared memory reads the slot from there: see SubprocWorker)
+        assert self._buffers is not None, "attach() must be called before use_obs_rows()"
+        self._buffers = (obs_rows, *self._buffers[1:])
+
     def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None:
         partial, self._partial = self._partial, None
         return partial
@@ -506,7 +513,6 @@ class MessageWorker(Worker):
             raise packed.rebuild(self._where())
         return payload
 
-
     def _store_arrays(self, obs: Any, rewards_dones: Any) -> None:
         assert self._buffers is not None, "attach() must be called before stepping"
         if obs is not None:
@@ -515,18 +521,16 @@ class MessageWorker(Worker):
             for view, values in zip(self._buffers[1:], rewards_dones, strict=True):
                 view[:] = values
 
-
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
         if data == OK_EMPTY_MESSAGE:  # the common step: nothing else to rebuild
             n = len(self.env_indices) if self._step_indices is None else len(self._step_indices)
-            return [{DEFAULT_INFO_KEY: False} for _ in range(n)], self._reset_infos
+            return list(map(dict.copy, repeat(_DEFAULT_INFO, n))), self._reset_infos
         if data == OK_EMPTY_DONE_MESSAGE:
             return self._rebuild_infos(self._step_indices, [], [], any_done=True), self._reset_infos
         obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
         self._store_arrays(obs, rewards_dones)
         return self._rebuild_infos(self._step_indices, sparse_infos, sparse_resets), self._reset_infos
-
 
     def _rebuild_infos(
         self,
@@ -541,7 +545,7 @@ class MessageWorker(Worker):
         :param any_done: whether some env of the group is done (None: look at the shared dones).
         """
         stepped = range(len(self.env_indices)) if step_indices is None else step_indices
-        infos: list[dict[str, Any]] = [{DEFAULT_INFO_KEY: False} for _ in stepped]
+        infos: list[dict[str, Any]] = list(map(dict.copy, repeat(_DEFAULT_INFO, len(stepped))))
         reset_infos = self._reset_infos
         for pos, info in sparse_infos:
             infos[pos] = info

@@ -7,8 +7,8 @@ the group writes its rows in place, so a step costs one small message each way p
 Channels: requests travel through one one-way pipe, replies through another (waking a process blocked on a
 pipe is cheaper than on the Unix socket a duplex ``multiprocessing.Pipe()`` is; measurements in
 docs/performance.md); a socket pair serves once, to pass the shared block's file descriptor.
-Messages use ``multiprocessing.Connection``'s framing (a 4-byte length, then the bytes), read with
-:func:`read_message`, which gets a 1-byte message in a single ``read(2)``.
+Messages use ``multiprocessing.Connection``'s framing (:mod:`vecenv.workers.pipes`); the worker process's
+side is :mod:`vecenv.workers.worker_process`.
 
 The messages (what each request and reply holds) are defined in :mod:`vecenv.workers.messages`.
 
@@ -29,19 +29,15 @@ import os
 import re
 import select
 import signal
-import struct
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing import reduction
-from multiprocessing.connection import Connection, wait
 from time import perf_counter
 from typing import Any
 
 import cloudpickle
 import gymnasium as gym
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import CloudpickleWrapper
@@ -49,240 +45,18 @@ from vecenv.errors import WorkerDiedError
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.shared_memory import SharedBatch
-from vecenv.spaces import batch_copy, batch_slice, split_actions
 from vecenv.workers.base import Worker
 from vecenv.workers.messages import (
     CALL,
     STEP_SHARED_MESSAGE,
-    GroupServer,
     MessageWorker,
-    build_group,
     label,
 )
-from vecenv.workers.spin import REPLIES, REQUESTS, SPIN_PAUSED, Spinner
+from vecenv.workers.pipes import STEP_SHARED_FRAME, frame, read_message, write_message
+from vecenv.workers.spin import REPLIES, REQUESTS, Spinner
+from vecenv.workers.worker_process import WorkerLoop, worker_main
 
-# multiprocessing.Connection's framing (so its recv_bytes / send_bytes interoperate): a 4-byte big-endian
-# length, or -1 and an 8-byte length for messages over 2 GiB, then the bytes
-_SIZE = struct.Struct("!i")
-_BIG_SIZE = struct.Struct("!Q")
-_ONE_BYTE_HEADER = _SIZE.pack(1)
-_STEP_SHARED_FRAME = _ONE_BYTE_HEADER + STEP_SHARED_MESSAGE
-
-
-def _read_exactly(fd: int, size: int) -> bytes:
-    data = os.read(fd, size)
-    if len(data) == size:
-        return data
-    if not data:
-        raise EOFError
-    chunks = [data]
-    remaining = size - len(data)
-    while remaining:
-        chunk = os.read(fd, remaining)
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_message(fd: int) -> bytes:
-    """Read one framed message from a pipe; a 1-byte message (every step request and most replies) costs
-    one ``read(2)`` where ``Connection.recv_bytes`` makes two. Never reads past the message, which is why
-    messages are never empty (:func:`frame` refuses them): the first read asks for a header and one byte.
-
-    :raises EOFError: if the pipe's other end is closed.
-    """
-    head = os.read(fd, 5)
-    if head[:4] == _ONE_BYTE_HEADER and len(head) == 5:
-        return head[4:]
-    if len(head) < 4:
-        if not head:
-            raise EOFError
-        head += _read_exactly(fd, 4 - len(head))
-    (size,) = _SIZE.unpack(head[:4])
-    if size == -1:
-        extra = head[4:] + _read_exactly(fd, _BIG_SIZE.size - len(head[4:]))
-        (size,) = _BIG_SIZE.unpack(extra[: _BIG_SIZE.size])
-        body = extra[_BIG_SIZE.size :]
-    else:
-        body = head[4:]
-    return body + _read_exactly(fd, size - len(body)) if len(body) < size else body
-
-
-def frame(data: bytes) -> bytes:
-    """``data`` with its length header (see :func:`read_message`).
-
-    :raises ValueError: if ``data`` is empty (every message of the protocol has at least a status byte).
-    """
-    if not data:
-        raise ValueError("worker pipe messages are never empty")
-    if len(data) > 0x7FFFFFFF:
-        return _SIZE.pack(-1) + _BIG_SIZE.pack(len(data)) + data
-    return _SIZE.pack(len(data)) + data
-
-
-def write_message(fd: int, data: bytes) -> None:
-    """Write ``frame(data)`` to a pipe (all of it: large messages take several ``write(2)`` calls)."""
-    view = memoryview(frame(data))
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _exit_when_parent_dies() -> None:
-    """Start a daemon thread that ends this worker as soon as its parent process is gone."""
-    import multiprocessing
-
-    parent = multiprocessing.parent_process()
-    if parent is None or parent.sentinel is None:  # pragma: no cover - always set for our workers
-        return
-
-    def watch() -> None:
-        wait([parent.sentinel])
-        os._exit(0)
-
-    threading.Thread(target=watch, name="vecenv-parent-watch", daemon=True).start()
-
-
-class _WorkerLoop(GroupServer):
-    """The worker process's side: serves requests for one :class:`EnvGroup` until CLOSE or the pipe closes, with
-    the group's rows of the shared batch mapped by SETUP."""
-
-    def __init__(self, conn_in: Connection, conn_out: Connection, fd_conn: Connection, group: Any) -> None:
-        super().__init__(group)
-        self.conn_in, self.conn_out, self.fd_conn = conn_in, conn_out, fd_conn
-        self.shared: SharedBatch | None = None
-        self.action_view: Any = None
-        self._action_space = group.action_space
-        self._n_local = len(group)
-        #: with spinning (SETUP says): this worker's row of the shared signals, the requests read and the replies
-        #: written since SETUP (SETUP's included), and how this side spins
-        self._signals: Any = None
-        self._requests_read = self._replies_written = 0
-        self._spinner: Spinner | None = None
-
-    def setup(self, arg: tuple[Any, ...]) -> None:
-        """Map the shared batch (its fd follows this message) and write the group's rows there from now on;
-        with a spin setting ``(limit, adaptive)``, wait for requests as a :class:`Spinner` says."""
-        size, num_envs, start, stop, obs_in_shm, rewards_dtype, spin = arg
-        fd = reduction.recv_handle(self.fd_conn)
-        self.fd_conn.close()  # one block per worker process: the socket has done its job
-        try:
-            group = self.group
-            self.shared = shared = SharedBatch.attach(
-                group.observation_space, group.action_space, num_envs, fd, size, rewards_dtype
-            )
-        finally:
-            os.close(fd)
-        group.rewards = shared.rewards[start:stop]
-        group.dones = shared.dones[start:stop]
-        group.terminations = shared.terminations[start:stop]
-        group.truncations = shared.truncations[start:stop]
-        group.forget_flags()  # new arrays: let the next step clear them
-        self.arrays_in_shm = True
-        if obs_in_shm:
-            group.obs = batch_slice(shared.obs, start, stop)
-            self.obs_in_shm = True
-            if shared.terminal_obs is not None:
-                group.terminal_obs = shared.terminal_obs[start:stop]
-        if shared.actions is not None:
-            self.action_view = batch_slice(shared.actions, start, stop)
-        if spin is not None:
-            self._spinner = Spinner(*spin)
-            self._signals = memoryview(shared.signals[start])
-            self._requests_read, self._replies_written = 1, 0  # SETUP is the first request counted
-        self._restart_accounts()  # the accounts of vecenv.stats start with the first request after SETUP
-
-    def accounts(self, restart: bool) -> dict[str, Any]:
-        """The group's and the server's accounts (:meth:`GroupServer.accounts`) plus this side's spinning
-        (:meth:`Spinner.accounts`; ``wait_mode`` ``"block"`` without a spinner)."""
-        accounts = super().accounts(restart)
-        spinner = self._spinner
-        if spinner is None:
-            accounts.update(wait_mode="block", spin_seconds=0.0, spin_waits=0, spin_hits=0)
-        else:
-            accounts.update(spinner.accounts())
-            if restart:
-                spinner.restart_accounts()
-        return accounts
-
-    def call(self, command: Command, arg: Any) -> Any:
-        if command is Command.SETUP:
-            self.setup(arg)
-            return None
-        return super().call(command, arg)
-
-    def shared_actions(self) -> Any:
-        """This step's actions, copied out of shared memory: an env may keep its action (a Box action is
-        a row of the batch), and the parent overwrites the buffer at the next step."""
-        actions = self.action_view
-        if type(actions) is np.ndarray:
-            return actions.copy()
-        return split_actions(self._action_space, batch_copy(actions), 0, self._n_local)
-
-    def serve(self) -> None:
-        fd_in, fd_out, handle = self.conn_in.fileno(), self.conn_out.fileno(), self.handle
-        received, replied = self.received, self.replied
-        while True:
-            spinner = self._spinner
-            try:
-                message = read_message(fd_in) if spinner is None else self._read_request(spinner, fd_in)
-            except (EOFError, OSError):
-                return
-            started = received()
-            reply, command = handle(message)
-            write_message(fd_out, reply)
-            signals = self._signals
-            if signals is not None:  # the reply is in the pipe: the parent may read it without blocking
-                self._replies_written += 1
-                signals[REPLIES] = self._replies_written
-            replied(started)
-            if command is Command.CLOSE:
-                return
-
-    def _read_request(self, spinner: Spinner, fd_in: int) -> bytes:
-        """The next request: spin until the parent's counter says it is in the pipe (or the spin budget ran out),
-        unless the calling process has paused the spinning (:class:`~vecenv.workers.spin.BetweenSteps`), then
-        read it."""
-        started = perf_counter()
-        self._requests_read += 1
-        signals = self._signals
-        if not signals[SPIN_PAUSED]:  # (else the calling process's work between steps needs the cores)
-            spinner.spin(signals, REQUESTS, self._requests_read, spinner.budget())
-        message = read_message(fd_in)
-        spinner.observe(perf_counter() - started)
-        if self.accounts_start is None:  # the accounts start with this request: the wait for it is not in them
-            spinner.restart_accounts()
-        return message
-
-
-def worker_main(
-    conns: tuple[Connection, Connection, Connection],
-    parent_conns: tuple[Connection, ...],
-    env_fns: CloudpickleWrapper,
-    env_indices: list[int],
-    autoreset_mode: str = AutoresetMode.SAME_STEP.value,
-) -> None:
-    """Entry point of a worker process: build the :class:`EnvGroup`, then serve requests until CLOSE or EOF.
-
-    :param conns: ``(conn_in, conn_out, fd_conn)``: the read end of the parent's request pipe, the write
-        end of the reply pipe, and a socket the shared block's file descriptor arrives on.
-    :param parent_conns: the parent's ends of the same channels (inherited under fork: closed at once).
-    """
-    # Ctrl-C is the parent's business: it shuts the workers down cleanly.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for parent_conn in parent_conns:
-        parent_conn.close()
-    conn_in, conn_out, fd_conn = conns
-    _exit_when_parent_dies()
-    group, handshake = build_group(env_fns.var, env_indices, autoreset_mode)
-    conn_out.send_bytes(handshake)
-    if group is None:  # building the envs raised: the parent reports the error
-        conn_out.close()
-        return
-    _WorkerLoop(conn_in, conn_out, fd_conn, group).serve()
-    for conn in conns:
-        conn.close()
+__all__ = ["SharedFd", "SubprocWorker", "WorkerLoop", "frame", "read_message", "worker_main", "write_message"]
 
 
 class SharedFd:
@@ -451,7 +225,8 @@ class SubprocWorker(MessageWorker):
             row = shared.signals[start]
             row[:] = 0  # a restarted worker counts from zero again (its predecessor is dead)
             self._signals, self._requests = memoryview(row), 0
-        arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str, spin)
+        slots = len(shared.obs_slots)
+        arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str, spin, slots)
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
         try:
             reduction.send_handle(self._fd_conn, fd.fd, self.process.pid)
@@ -539,7 +314,7 @@ class SubprocWorker(MessageWorker):
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
         try:
             if data is STEP_SHARED_MESSAGE:
-                os.write(self._send_fd, _STEP_SHARED_FRAME)
+                os.write(self._send_fd, STEP_SHARED_FRAME)
             else:
                 write_message(self._send_fd, data)
         except (OSError, EOFError) as exc:  # broken pipe or reset: the worker is gone
@@ -617,21 +392,21 @@ class SubprocWorker(MessageWorker):
             # the worker found itself importing the main script, which tried to start workers again
             main = getattr(sys.modules.get("__main__"), "__file__", None)
             message = (
-                f"The script {main or '(the main module)'} has no `if __name__ == \"__main__\":` guard. With the "
+                f'The script {main or "(the main module)"} has no `if __name__ == "__main__":` guard. With the '
                 f"{method} start method each worker process imports the main script first, so its top-level code "
                 f"ran again in worker process {self.process.pid} and tried to build the vector env there (vecenv "
                 "ended that worker). Move the code that builds and uses the vector env under "
-                "`if __name__ == \"__main__\":` (or use start_method=\"fork\"). "
+                '`if __name__ == "__main__":` (or use start_method="fork"). '
                 f"{DEBUG_ENV_VAR}=1 shows multiprocessing's own error in each worker."
             )
         elif script is not None and self.process.exitcode == 1:
             # it ended before vecenv's worker code ran: most often it re-ran the caller's script and failed there
             message = (
                 f"The worker process {self.process.pid} running envs {self.env_indices} exited with code 1 while "
-                f"starting, most likely because the script {script} has no `if __name__ == \"__main__\":` guard. "
+                f'starting, most likely because the script {script} has no `if __name__ == "__main__":` guard. '
                 f"With the {method} start method every worker process imports the main script, so code at its top "
                 "level (building the vector env) runs again in the worker and fails. Move that code under "
-                "`if __name__ == \"__main__\":` (or use start_method=\"fork\"); the worker's own error is printed "
+                '`if __name__ == "__main__":` (or use start_method="fork"); the worker\'s own error is printed '
                 "above on stderr."
             )
         else:

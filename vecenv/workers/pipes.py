@@ -1,0 +1,78 @@
+"""The worker pipes' framing: ``multiprocessing.Connection``'s (a 4-byte big-endian length, or -1 and an 8-byte
+length for messages over 2 GiB, then the bytes), so its ``recv_bytes`` / ``send_bytes`` interoperate, read with
+:func:`read_message`, which gets a 1-byte message (every step request and most replies) in a single ``read(2)``."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from vecenv.workers.messages import STEP_SHARED_MESSAGE
+
+__all__ = ["STEP_SHARED_FRAME", "frame", "read_message", "write_message"]
+
+_SIZE = struct.Struct("!i")
+_BIG_SIZE = struct.Struct("!Q")
+_ONE_BYTE_HEADER = _SIZE.pack(1)
+#: the framed STEP request of every env with shared actions (the common request), built once
+STEP_SHARED_FRAME = _ONE_BYTE_HEADER + STEP_SHARED_MESSAGE
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    data = os.read(fd, size)
+    if len(data) == size:
+        return data
+    if not data:
+        raise EOFError
+    chunks = [data]
+    remaining = size - len(data)
+    while remaining:
+        chunk = os.read(fd, remaining)
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_message(fd: int) -> bytes:
+    """Read one framed message from a pipe; a 1-byte message (every step request and most replies) costs
+    one ``read(2)`` where ``Connection.recv_bytes`` makes two. Never reads past the message, which is why
+    messages are never empty (:func:`frame` refuses them): the first read asks for a header and one byte.
+
+    :raises EOFError: if the pipe's other end is closed.
+    """
+    head = os.read(fd, 5)
+    if head[:4] == _ONE_BYTE_HEADER and len(head) == 5:
+        return head[4:]
+    if len(head) < 4:
+        if not head:
+            raise EOFError
+        head += _read_exactly(fd, 4 - len(head))
+    (size,) = _SIZE.unpack(head[:4])
+    if size == -1:
+        extra = head[4:] + _read_exactly(fd, _BIG_SIZE.size - len(head[4:]))
+        (size,) = _BIG_SIZE.unpack(extra[: _BIG_SIZE.size])
+        body = extra[_BIG_SIZE.size :]
+    else:
+        body = head[4:]
+    return body + _read_exactly(fd, size - len(body)) if len(body) < size else body
+
+
+def frame(data: bytes) -> bytes:
+    """``data`` with its length header (see :func:`read_message`).
+
+    :raises ValueError: if ``data`` is empty (every message of the protocol has at least a status byte).
+    """
+    if not data:
+        raise ValueError("worker pipe messages are never empty")
+    if len(data) > 0x7FFFFFFF:
+        return _SIZE.pack(-1) + _BIG_SIZE.pack(len(data)) + data
+    return _SIZE.pack(len(data)) + data
+
+
+def write_message(fd: int, data: bytes) -> None:
+    """Write ``frame(data)`` to a pipe (all of it: large messages take several ``write(2)`` calls)."""
+    view = memoryview(frame(data))
+    while view:
+        view = view[os.write(fd, view) :]
