@@ -35,6 +35,10 @@ class _BumpAllocator:
         self.buffer = buffer
         self.offset = 0
 
+    def align(self, boundary: int) -> None:
+        """Start the next array at a multiple of ``boundary`` bytes."""
+        self.offset = -(-self.offset // boundary) * boundary
+
     def __call__(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         self.offset = -(-self.offset // _ALIGN) * _ALIGN
         count = math.prod(shape)
@@ -75,7 +79,8 @@ class SharedBatch:
     :ivar signals: int64 ``(num_envs, 8)``, one 64-byte line per env: the worker process whose first env is
         ``i`` and the calling process count their messages in row ``i`` (:mod:`vecenv.workers.spin`).
     :ivar obs_slots: every observation slot (:mod:`vecenv.engine.obs_slots`), ``obs`` first; just ``[obs]``
-        when the block was made with fewer than 2 slots.
+        when the block was made with fewer than 2 slots. Each slot starts on a page boundary and its arrays follow
+        each other, so a slot can be page-locked for a GPU (``cudaHostRegister``) where it lives.
     :ivar obs_slot: int64 ``(1,)``: the slot the workers write observations into now (set by the calling
         process before its requests; read by the workers as each request arrives).
     """
@@ -118,9 +123,11 @@ class SharedBatch:
         actions = create_batch_buffer(action_space, num_envs, alloc)
         arrays["actions"] = actions if is_shareable(actions) else None
         arrays["signals"] = alloc((num_envs, _ALIGN // 8), np.dtype(np.int64))
-        arrays["obs_slots"] = [obs] + [
-            create_batch_buffer(observation_space, num_envs, alloc) for _ in range(obs_slots - 1)
-        ]
+        slots = [obs]
+        for _ in range(obs_slots - 1):
+            alloc.align(mmap.PAGESIZE)  # each slot starts a page (the first is at 0): ready to be page-locked
+            slots.append(create_batch_buffer(observation_space, num_envs, alloc))
+        arrays["obs_slots"] = slots
         arrays["obs_slot"] = alloc((1,), np.dtype(np.int64))
         return arrays, alloc.offset
 
