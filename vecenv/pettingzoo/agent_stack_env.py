@@ -172,8 +172,10 @@ class AgentStackEnv(gym.Env):
         return obs, self._agent_infos(infos)
 
     def _agent_infos(self, infos: dict[str, Any]) -> dict[Any, Any]:
+        """The agents' non-empty infos by agent index (an agent left out has an empty info: the info of a step
+        where no agent has one is empty, and a worker process then sends none)."""
         index = self._index
-        return {index[agent]: info for agent, info in infos.items() if agent in index}
+        return {index[agent]: info for agent, info in infos.items() if info and agent in index}
 
     def _masked_obs(self, shown: np.ndarray) -> np.ndarray:
         obs = self._last_obs.copy()

@@ -106,6 +106,10 @@ class AgentVecEnv(VecEnv):
         self.row_env_indices = np.repeat(np.arange(self.n_envs, dtype=np.int64), self.num_agents)
         #: the agent of each row
         self.row_agents: list[str] = self.possible_agents * self.n_envs
+        # each row's info keys that name it, copied for every step's info (cheaper than setting them one by one)
+        self._row_keys = [
+            {"env_index": row // self.num_agents, "agent_id": agent} for row, agent in enumerate(self.row_agents)
+        ]
         self._check_actions = make_actions_checker(action_space)
         self.autoreset_mode = AutoresetMode.SAME_STEP
         #: bool ``(num_envs,)``: the rows whose agent acted in the last step (``infos[k]["active"]``)
@@ -136,9 +140,8 @@ class AgentVecEnv(VecEnv):
         return [values[p] for p in position]
 
     def _row_info(self, agent_info: dict[str, Any], row: int, active: bool) -> dict[str, Any]:
-        info = dict(agent_info)
-        info["env_index"] = row // self.num_agents
-        info["agent_id"] = self.row_agents[row]
+        """Row ``row``'s info: the agent's own keys, then ``env_index``, ``agent_id`` and ``active``."""
+        info = {**agent_info, **self._row_keys[row]} if agent_info else self._row_keys[row].copy()
         info["active"] = active
         return info
 
@@ -174,17 +177,25 @@ class AgentVecEnv(VecEnv):
         if finished.size:
             dones.reshape(len(env_infos), agents)[finished] = True
         time_limit = (row_truncated & ~row_terminated).tolist()
+        # hot path (one dict per row and step): the row's own keys copied from a prebuilt dict, the agent's info
+        # merged in front only when it has one (the rows' key order is the agent's keys, then ours)
         infos: list[dict[str, Any]] = []
+        add, row_keys, k = infos.append, self._row_keys, 0
         for e, env_info in enumerate(env_infos):
             first_row = int(env_ids[e]) * agents
-            extra = {key: value for key, value in env_info.items() if isinstance(key, str) and key[:7] == "vecenv."}
+            extra = None  # (most steps' env infos hold "TimeLimit.truncated" alone)
+            if len(env_info) > 1:
+                extra = {k: value for k, value in env_info.items() if isinstance(k, str) and k[:7] == "vecenv."}
             for j in range(agents):
-                k = e * agents + j
-                info = self._row_info(env_info.get(j, _NO_INFO), first_row + j, bool(row_acted[k]))
-                info["TimeLimit.truncated"] = bool(time_limit[k])
+                agent_info = env_info.get(j)
+                keys = row_keys[first_row + j]
+                info = {**agent_info, **keys} if agent_info else keys.copy()
+                info["active"] = row_acted[k]
+                info["TimeLimit.truncated"] = time_limit[k]
                 if extra:
                     _add_env_keys(info, extra)
-                infos.append(info)
+                add(info)
+                k += 1
         for k in np.flatnonzero(dones).tolist():
             e, j = divmod(k, agents)
             if e in finals:
