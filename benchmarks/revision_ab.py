@@ -68,6 +68,7 @@ CASES = {
     "dummy-cartpole-2": Case("dummy", "cartpole", 2),  # a fixed cost per step call shows most here
     "dummy-cartpole-16": Case("dummy", "cartpole", 16),
     "dummy-cartpole-64": Case("dummy", "cartpole", 64),
+    "dummy-image-16": Case("dummy", "image", 16),
     "subproc-cartpole-64": Case("subproc", "cartpole", 64),
     "subproc-image-16": Case("subproc", "image", 16),
     "subproc-cpu-16": Case("subproc", "cpu", 16),
