@@ -26,7 +26,7 @@ import pytest
 import vecenv
 from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
 from vecenv.interrupts import GUARD
-from vecenv.workers import subproc
+from vecenv.workers import pipes, subproc
 
 WAIT_MODES = ["block", "spin", "auto"]
 NEEDS_RAY = pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)")
@@ -106,9 +106,9 @@ def subproc_venv(built: list[Any], n_envs: int, wait_mode: str) -> vecenv.Subpro
 
 
 class _SigintAt:
-    """Stands in for the ``os`` module in :mod:`vecenv.workers.subproc`: the ``call``-th call of ``name`` (write,
-    read) delivers SIGINT to this process as it returns, as a Ctrl-C does when it arrives during that system
-    call."""
+    """Stands in for the ``os`` module in :mod:`vecenv.workers.subproc` and :mod:`vecenv.workers.pipes` (see
+    :func:`fake_os`): the ``call``-th call of ``name`` (write, read) delivers SIGINT to this process as it
+    returns, as a Ctrl-C does when it arrives during that system call."""
 
     def __init__(self, name: str, call: int) -> None:
         self.name, self.call, self.calls, self.delivered = name, call, 0, False
@@ -127,6 +127,13 @@ class _SigintAt:
             return result
 
         return wrapped
+
+
+def fake_os(monkeypatch: Any, fake: _SigintAt) -> _SigintAt:
+    """Put ``fake`` in place of ``os`` where the calling process writes requests and reads replies."""
+    monkeypatch.setattr(subproc, "os", fake)
+    monkeypatch.setattr(pipes, "os", fake)
+    return fake
 
 
 def steps_until_interrupted(venv: Any, hand: HandStepped, n_steps: int) -> int:
@@ -159,8 +166,7 @@ def test_sigint_as_a_step_request_is_written(wait_mode: str, call: int, built: l
     hand = HandStepped(4)
     np.testing.assert_array_equal(venv.reset(), hand.first)
     steps_until_interrupted(venv, hand, 3)
-    fake = _SigintAt("write", call)
-    monkeypatch.setattr(subproc, "os", fake)
+    fake = fake_os(monkeypatch, _SigintAt("write", call))
     assert steps_until_interrupted(venv, hand, 20) == 1
     assert fake.delivered
     monkeypatch.undo()
@@ -179,8 +185,7 @@ def test_sigint_as_a_step_reply_is_read(wait_mode: str, call: int, built: list[A
     hand = HandStepped(4)
     venv.reset()
     steps_until_interrupted(venv, hand, 3)
-    fake = _SigintAt("read", call)
-    monkeypatch.setattr(subproc, "os", fake)
+    fake = fake_os(monkeypatch, _SigintAt("read", call))
     assert steps_until_interrupted(venv, hand, 20) == 1
     assert fake.delivered
 
@@ -248,7 +253,7 @@ def test_sigint_in_get_attr_and_reset_is_raised_as_they_return(built: list[Any],
     vector env is idle and consistent after it."""
     venv = subproc_venv(built, 4, "block")
     venv.reset()
-    monkeypatch.setattr(subproc, "os", _SigintAt("write", 1))
+    fake_os(monkeypatch, _SigintAt("write", 1))
     with pytest.raises(KeyboardInterrupt):
         venv.get_attr("index")
     monkeypatch.undo()

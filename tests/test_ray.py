@@ -8,6 +8,8 @@ simulated multi-node cluster (in a child process, with its own Ray). Skipped whe
 from __future__ import annotations
 
 import functools
+import gc
+import multiprocessing as mp
 import os
 import re
 import signal
@@ -620,3 +622,43 @@ def test_simulated_cluster_spread_and_lost_node() -> None:
     died, seconds = lines["DIED0"].split()
     assert died == "True" and int(seconds) < 20
     assert lines["RESTARTED1"] == "[False, False, True, True] True 1"
+
+
+def garbage_collecting_env() -> gym.Env:
+    """A CounterEnv built after a full garbage collection in the worker process (which, forked, inherited its
+    parent's objects: garbage among them)."""
+    gc.collect()
+    return CounterEnv()
+
+
+@pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs the fork start method")
+def test_a_forked_worker_never_finalizes_the_drivers_ray_objects(ray_session: Any, ray_venvs: list) -> None:
+    """A worker process forked from a Ray driver never runs the finalizers of the Ray objects it inherited: a Ray
+    actor handle finalized in the child acts on the driver's own connection to Ray's GCS, and the driver's next
+    lookup of a named actor then waits forever (this hung the test suite under load; the child's collection is
+    forced here)."""
+
+    @ray_session.remote(num_cpus=0)
+    class Pinger:
+        def ping(self) -> int:
+            return 1
+
+    handles = [Pinger.options(name=f"vecenv-fork-gc-{i}").remote() for i in range(2)]  # type: ignore[attr-defined]
+    assert ray_session.get([handle.ping.remote() for handle in handles]) == [1, 1]
+    cycle: dict[str, Any] = {"handles": handles}
+    cycle["self"] = cycle  # garbage that only the cyclic collector frees: still there when the worker forks
+    del handles, cycle
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        venv = vecenv.SubprocVecEnv([garbage_collecting_env] * 2, start_method="fork", n_workers=2)
+    finally:
+        if was_enabled:
+            gc.enable()
+    venv.reset()
+    venv.close()
+    gc.collect()  # the driver finalizes its own copies
+    ray_venv = vecenv.RayVecEnv(counter_fns(2), connect_timeout=20, actor_options=SHARED)
+    ray_venvs.append(ray_venv)
+    obs = ray_venv.reset()
+    np.testing.assert_array_equal(obs[:, 0], [0, 1])

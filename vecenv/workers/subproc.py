@@ -24,6 +24,7 @@ moved, the message is in the pipe and reading it never blocks.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import re
@@ -167,6 +168,9 @@ class SubprocWorker(MessageWorker):
         self.conn, child_out = ctx.Pipe(duplex=False)
         self._fd_conn, child_fd = ctx.Pipe()
         child_conns = (child_in, child_out, child_fd)
+        # under fork, the child starts with the garbage collector off, so that it collects nothing it inherited
+        # before worker_main freezes it (see there); worker_main turns it back on
+        collecting = ctx.get_start_method() == "fork" and gc.isenabled()
         self.process = ctx.Process(
             target=worker_main,
             args=(
@@ -175,11 +179,18 @@ class SubprocWorker(MessageWorker):
                 self._env_fns,
                 self.env_indices,
                 self.autoreset_mode.value,
+                collecting,
             ),
             daemon=True,  # if the parent exits without closing, multiprocessing terminates the worker
             name=f"vecenv-worker-{self.env_indices[0]}",
         )
-        self.process.start()
+        if collecting:
+            gc.disable()
+        try:
+            self.process.start()
+        finally:
+            if collecting:
+                gc.enable()
         for conn in child_conns:
             conn.close()
         # one prebuilt poll set per worker: waiting costs a single poll(2) call, and a dead worker

@@ -4,6 +4,7 @@ the group's rows of the shared batch in place; a daemon thread ends the process 
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -172,13 +173,23 @@ def worker_main(
     env_fns: CloudpickleWrapper,
     env_indices: list[int],
     autoreset_mode: str = AutoresetMode.SAME_STEP.value,
+    enable_gc: bool = False,
 ) -> None:
     """Entry point of a worker process: build the :class:`EnvGroup`, then serve requests until CLOSE or EOF.
+
+    Every object the process inherited from its parent (under fork) is frozen out of garbage collection first
+    (:func:`gc.freeze`): their finalizers are the parent's business. A Ray actor handle finalized in a forked
+    child, for one, acts on the parent's connection to Ray, whose next call then never returns.
 
     :param conns: ``(conn_in, conn_out, fd_conn)``: the read end of the parent's request pipe, the write
         end of the reply pipe, and a socket the shared block's file descriptor arrives on.
     :param parent_conns: the parent's ends of the same channels (inherited under fork: closed at once).
+    :param enable_gc: turn the garbage collector on once the inherited objects are frozen (the parent forked
+        with it off; False: leave it as it is).
     """
+    gc.freeze()
+    if enable_gc:
+        gc.enable()
     # Ctrl-C is the parent's business: it shuts the workers down cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for parent_conn in parent_conns:
