@@ -95,6 +95,7 @@ _WORKLOADS = ("cartpole", "image", "cpu")
 _SPIN = ("f53e1b4", 'wait_mode="auto" lets the workers of the default layout spin for requests')
 _SPIN_CALLER = ("0cfe8fb", "wait_mode: the calling process and the workers may spin instead of blocking")
 _INFO_COPIES = ("e40a7ba", "infos and terminal observations copied without deepcopy")
+_SLOTS = ("f8877b7", "observations handed over without a copy (observation slots)")
 
 FIGURES: tuple[Figure, ...] = (
     Figure(
@@ -146,6 +147,7 @@ FIGURES: tuple[Figure, ...] = (
             "{date}.png",
             "{date}-speedup.png",
         ),
+        changes_since=(_SLOTS,),
     ),
     Figure(
         name="scaling",
@@ -175,7 +177,7 @@ FIGURES: tuple[Figure, ...] = (
             for w, seconds in (("cartpole", "0.2"), ("cpu", "0.3"), ("image", "0.2"))
         ),
         outputs=tuple(f"{{date}}-scaling-{w}.md" for w in ("cartpole", "cpu", "image")),
-        changes_since=(_SPIN,),
+        changes_since=(_SPIN, _SLOTS),
     ),
     Figure(
         name="pettingzoo",
@@ -200,6 +202,8 @@ FIGURES: tuple[Figure, ...] = (
         changes_since=(
             ("e6e212f", "AgentVecEnv: one array of env ids, no reset-info work on steps where no env finished"),
             _SPIN,
+            _SLOTS,
+            ("7b7e964", "PettingZoo: the agents' empty infos stay in the workers; row infos from prebuilt dicts"),
         ),
     ),
     Figure(
@@ -251,7 +255,7 @@ FIGURES: tuple[Figure, ...] = (
             )
         ),
         outputs=tuple(f"{{date}}-profile-{name}.txt" for name in ("cartpole", "image", "cpu")),
-        changes_since=(_SPIN_CALLER, _INFO_COPIES, _SPIN),
+        changes_since=(_SPIN_CALLER, _INFO_COPIES, _SPIN, _SLOTS),
     ),
     Figure(
         name="gymnasium-api",
@@ -282,7 +286,7 @@ FIGURES: tuple[Figure, ...] = (
             ),
         ),
         outputs=("{date}-gymnasium-api.json", "{date}-gymnasium-api.md"),
-        changes_since=(_SPIN_CALLER, _SPIN),
+        changes_since=(_SPIN_CALLER, _SPIN, _SLOTS),
     ),
     Figure(
         name="ray",
@@ -338,6 +342,100 @@ FIGURES: tuple[Figure, ...] = (
             ),
         ),
         outputs=("soak-{date}.json",),
+    ),
+    Figure(
+        name="scaling-16",
+        sections=(("docs/performance.md", "### Measured on 16 cores"),),
+        commits=("1df1f6c",),
+        snapshots=(),
+        steps=(
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/scaling.py",
+                    "--workers",
+                    "16",
+                    "--contenders",
+                    "plain,vecenv,sb3,gym-async,envpool",
+                    "--output",
+                    "{out}/{date}-scaling-16.md",
+                ),
+                smoke=(
+                    *("--workers", "1", "--contenders", "plain,vecenv", "--rounds", "1"),
+                    *("--seconds", "0.02", "--capacity-rounds", "0", "--workloads", "cartpole"),
+                ),
+            ),
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/revision_ab.py",
+                    "--baseline",
+                    "1df1f6c",
+                    "--cases",
+                    "subproc-cartpole-1024,subproc-image-128,subproc-cpu-128,subproc-pong-64",
+                    "--output",
+                    "{out}/{date}-ab-16.md",
+                ),
+                smoke=("--cases", "subproc-cartpole-64", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+            ),
+        ),
+        outputs=("{date}-scaling-16.md", "{date}-ab-16.md"),
+        changes_since=(_SLOTS,),
+    ),
+    Figure(
+        name="slots",
+        sections=(("docs/performance.md", "## Observations without a copy, measured"),),
+        commits=("967e437", "7a59a73"),
+        snapshots=(
+            "2026-11-28-ab-slots.md",
+            "2026-11-28-scaling2-slots.md",
+            "2026-11-28-goals-slots.md",
+        ),
+        steps=(
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/revision_ab.py",
+                    "--baseline",
+                    "7a59a73",
+                    "--cases",
+                    "dummy-cartpole-16,dummy-image-16,subproc-cartpole-64,subproc-image-16,subproc-cpu-16,subproc-pong-8",
+                    "--rounds",
+                    "10",
+                    "--seconds",
+                    "0.4",
+                    "--output",
+                    "{out}/{date}-ab-slots.md",
+                ),
+                smoke=("--cases", "dummy-cartpole-16", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+            ),
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/scaling.py",
+                    "--workloads",
+                    "cartpole,image,cpu",
+                    "--workers",
+                    "2",
+                    "--contenders",
+                    "plain,vecenv",
+                    "--rounds",
+                    "6",
+                    "--seconds",
+                    "0.4",
+                    "--capacity-rounds",
+                    "0",
+                    "--output",
+                    "{out}/{date}-scaling2-slots.md",
+                ),
+                smoke=("--rounds", "1", "--seconds", "0.02", "--workloads", "cartpole"),
+            ),
+            Step(
+                ("{python}", "benchmarks/goals.py", "--rounds", "10", "--output", "{out}/{date}-goals-slots.md"),
+                smoke=("--cases", "cartpole-64", "--rounds", "1", "--seconds", "0.02"),
+            ),
+        ),
+        outputs=("{date}-ab-slots.md", "{date}-scaling2-slots.md", "{date}-goals-slots.md"),
     ),
 )
 

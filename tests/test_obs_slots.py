@@ -16,6 +16,7 @@ import pytest
 import vecenv
 from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
 from tests.envs import CounterEnv, FaultEnv, SpaceEnv, space_obs
+from vecenv.engine import obs_slots
 from vecenv.engine.obs_slots import MAX_OBS_SLOTS, ObsSlots, default_obs_slots
 
 N = 4
@@ -26,6 +27,9 @@ SLOT_BACKENDS = ["dummy", "subproc", "subproc-pickled", "thread", pytest.param("
 
 
 def build(backend: str, env_fns: list[Callable[[], Any]], **kwargs: Any) -> vecenv.VecEnv:
+    """``backend``'s vector env, with 4 observation slots unless ``obs_slots`` is given (the test envs' batches
+    are far below the size from which slots are the default)."""
+    kwargs.setdefault("obs_slots", 4)
     if backend == "dummy":
         return vecenv.DummyVecEnv(env_fns, **kwargs)
     if backend == "subproc":
@@ -54,6 +58,12 @@ def built() -> Any:
     yield make
     for venv in venvs:
         venv.close()
+
+
+@pytest.fixture
+def slots_for_any_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slots by default whatever the batch's size (for classes that take no ``obs_slots``)."""
+    monkeypatch.setattr(obs_slots, "MIN_OBS_SLOT_BATCH_BYTES", 0)
 
 
 class ByHand:
@@ -161,7 +171,7 @@ def test_keeping_every_batch_falls_back_to_copies(backend: str, built: Any) -> N
 
 def test_arrays_stay_valid_after_close() -> None:
     """Batches handed out before ``close()`` keep their memory (shared memory stays mapped while they live)."""
-    venv = vecenv.SubprocVecEnv(counter_fns(), n_workers=2)
+    venv = vecenv.SubprocVecEnv(counter_fns(), n_workers=2, obs_slots=4)
     venv.seed(SEED)
     by_hand = ByHand(counter, N, SEED)
     first, expected_first = venv.reset(), np.stack(by_hand.obs)
@@ -200,7 +210,7 @@ def test_dict_and_tuple_batches_are_kept(backend: str, obs_kind: str, built: Any
 def test_partial_batches_keep_held_step_batches(built: Any) -> None:
     """``send`` / ``recv`` after a ``step()`` write into another slot (with the other envs' rows): the step's batch
     is unchanged and ``recv`` returns the rows stepped by hand."""
-    venv = vecenv.SubprocVecEnv(counter_fns(), n_workers=N)
+    venv = vecenv.SubprocVecEnv(counter_fns(), n_workers=N, obs_slots=4)
     try:
         venv.seed(SEED)
         by_hand = ByHand(counter, N, SEED)
@@ -304,7 +314,7 @@ def test_wrappers_keep_the_rule(wrapper: str, built: Any) -> None:
 
 @pytest.mark.parametrize("copy", [True, False])
 @pytest.mark.parametrize("cls", ["SyncVectorEnv", "AsyncVectorEnv"])
-def test_gymnasium_layer_keeps_the_rule(cls: str, copy: bool) -> None:
+def test_gymnasium_layer_keeps_the_rule(cls: str, copy: bool, slots_for_any_batch: None) -> None:
     """vecenv.gymnasium's classes hand out batches nothing overwrites, with ``copy=True`` and ``copy=False``."""
     import vecenv.gymnasium as vg
 
@@ -320,6 +330,7 @@ def test_gymnasium_layer_keeps_the_rule(cls: str, copy: bool) -> None:
             held.append((obs, obs.copy()))
             for kept, value in held[-4:]:
                 np.testing.assert_array_equal(kept, value)
+        assert envs.step_stats().obs_shared >= 3
     finally:
         envs.close()
 
@@ -345,6 +356,7 @@ def test_default_slot_count_is_bounded_by_memory() -> None:
 
     small = spaces.Box(0, 255, (84, 84, 4), np.uint8)
     assert default_obs_slots(small, 16) == MAX_OBS_SLOTS
+    assert default_obs_slots(spaces.Box(-1, 1, (4,), np.float32), 1024) == 0  # 16 KiB: a copy costs less
     assert default_obs_slots(small, 4096) == 2  # 116 MB a batch: 2 fit in 256 MiB
     assert default_obs_slots(small, 8192) == 0  # 231 MB a batch: 1 fits, too few
     huge = spaces.Box(0, 255, (1024, 1024, 3), np.uint8)
@@ -376,7 +388,7 @@ def test_pool_always_leaves_one_slot_free() -> None:
 
 
 @pytest.mark.parametrize("cls", ["SyncVectorEnv", "AsyncVectorEnv"])
-def test_masked_reset_keeps_the_other_envs_rows(cls: str) -> None:
+def test_masked_reset_keeps_the_other_envs_rows(cls: str, slots_for_any_batch: None) -> None:
     """A reset of some envs while the caller holds the last batch writes a new slot holding the other envs' rows:
     Gymnasium's ``reset(options={"reset_mask": ...})`` returns them unchanged, and the held batch is intact."""
     import vecenv.gymnasium as vg

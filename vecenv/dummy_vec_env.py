@@ -42,7 +42,8 @@ class DummyVecEnv(WorkerVecEnv):
         (``"float32"``, ``"float64"``) are accepted too.
     :param obs_slots: how many observation batch buffers the envs write into, in turn, so that ``step()`` and
         ``reset()`` return the batch without copying it again (as :class:`SubprocVecEnv`'s ``obs_slots``; None,
-        the default: up to 4 within 256 MiB; 0 or 1: every call returns a copy). The arrays returned are the
+        the default: up to 4 within 256 MiB for a batch of 64 KiB or more, else none; 0 or 1: every call returns a
+        copy). The arrays returned are the
         caller's to keep either way.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).

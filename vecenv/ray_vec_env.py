@@ -160,7 +160,7 @@ class RayVecEnv(WorkerVecEnv):
         check, and nothing is left behind. On a cluster whose autoscaler adds nodes for new actors, raise it.
     :param obs_slots: as :class:`~vecenv.SubprocVecEnv`'s ``obs_slots``: the batches the actors send are stored
         into one of these buffers, and ``step()`` / ``reset()`` return it without copying it again (None: up to 4
-        within 256 MiB; 0 or 1: every call returns a copy).
+        within 256 MiB for a batch of 64 KiB or more, else none; 0 or 1: every call returns a copy).
     :raises MissingExtraError: if ray is not installed (install the ``ray`` extra).
     :raises TimeoutError: if Ray did not answer within ``connect_timeout`` (the message names Ray's address).
     :raises ValueError: for an ``n_workers`` below 1, a non-positive timeout, a negative ``max_restarts``, a

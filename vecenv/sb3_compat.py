@@ -40,7 +40,7 @@ def _full_name(cls: type) -> str:
 def wrapper_target(wrapper_class: type | frozenset[str]) -> type | frozenset[str]:
     """What ``env_is_wrapped(wrapper_class)`` looks for: the class itself, or for a wrapper vecenv replaces
     (SB3's ``Monitor``, vecenv's ``Monitor``) the full names of both, so no worker has to import SB3 to answer.
-    Names pass through unchanged. See :func:`vecenv.env_group.is_wrapped`.
+    Names pass through unchanged. See :func:`vecenv.sub_envs.is_wrapped`.
     """
     if isinstance(wrapper_class, type):
         return _EQUIVALENT_NAMES.get(_full_name(wrapper_class), wrapper_class)

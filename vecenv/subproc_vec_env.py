@@ -120,8 +120,9 @@ class SubprocVecEnv(WorkerVecEnv):
         too.
     :param obs_slots: how many observation batch buffers ("slots") the workers write into, in turn, so that
         ``step()`` and ``reset()`` hand out the observations without copying them
-        (:mod:`vecenv.engine.obs_slots`). None (default): up to 4, within 256 MiB in all; 0 or 1: one buffer,
-        and every call returns a copy of it. Either way the arrays returned are the caller's to keep: a slot is
+        (:mod:`vecenv.engine.obs_slots`). None (default): up to 4, within 256 MiB in all, for a batch of 64 KiB
+        or more (a copy of a smaller batch costs less than the slots' bookkeeping); 0 or 1: one buffer, and
+        every call returns a copy of it. Either way the arrays returned are the caller's to keep: a slot is
         written again only once no array of it is alive, and when the caller holds all but one, the next
         batch is a copy (``step_stats().obs_copied`` counts them). Spaces without a fixed-size dtype always copy.
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an

@@ -30,8 +30,11 @@ from gymnasium import spaces
 
 from vecenv.spaces import batch_assign, batch_copy, create_batch_buffer, is_shareable
 
-__all__ = ["ObsSlots", "default_obs_slots"]
+__all__ = ["MAX_OBS_SLOTS", "MAX_OBS_SLOT_BYTES", "MIN_OBS_SLOT_BATCH_BYTES", "ObsSlots", "default_obs_slots"]
 
+#: batches smaller than this are copied (no slots): a copy of a few KiB costs less than the slots' bookkeeping
+#: (switching slots, building the arrays: a few microseconds a step)
+MIN_OBS_SLOT_BATCH_BYTES = 64 * 2**10
 #: at most this many slots...
 MAX_OBS_SLOTS = 4
 #: ... and at most this many bytes in all slots together (the batch buffer times the number of slots)
@@ -47,12 +50,15 @@ def _nbytes(buffer: Any) -> int:
 
 def default_obs_slots(observation_space: spaces.Space, num_envs: int) -> int:
     """How many slots a vector env of ``num_envs`` envs of ``observation_space`` uses by default: up to
-    :data:`MAX_OBS_SLOTS` within :data:`MAX_OBS_SLOT_BYTES` in all; 0 (copies, no slots) when fewer than 2 fit or
-    the batch holds Python objects (spaces without a fixed-size dtype: their batches are copied)."""
+    :data:`MAX_OBS_SLOTS` within :data:`MAX_OBS_SLOT_BYTES` in all; 0 (copies, no slots) for a batch under
+    :data:`MIN_OBS_SLOT_BATCH_BYTES`, when fewer than 2 fit, or when the batch holds Python objects (spaces
+    without a fixed-size dtype)."""
     one = create_batch_buffer(observation_space, 1)
     if not is_shareable(one):
         return 0
     size = max(1, _nbytes(one) * num_envs)
+    if size < MIN_OBS_SLOT_BATCH_BYTES:
+        return 0
     slots = min(MAX_OBS_SLOTS, MAX_OBS_SLOT_BYTES // size)
     return slots if slots >= 2 else 0
 
