@@ -385,7 +385,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         name="slots",
         sections=(("docs/performance.md", "## Observations without a copy, measured"),),
-        commits=("967e437", "7a59a73"),
+        commits=("04af837", "7a59a73"),
         snapshots=(
             "2026-11-28-ab-slots.md",
             "2026-11-28-scaling2-slots.md",
@@ -436,6 +436,33 @@ FIGURES: tuple[Figure, ...] = (
             ),
         ),
         outputs=("{date}-ab-slots.md", "{date}-scaling2-slots.md", "{date}-goals-slots.md"),
+    ),
+    Figure(
+        name="trainers",
+        sections=(("docs/performance.md", "## In a trainer"),),
+        commits=("04af837",),
+        snapshots=("2026-11-28-trainers.md", "2026-11-28-trainers.json"),
+        steps=(
+            Step(
+                (
+                    "{python}",
+                    "benchmarks/trainers.py",
+                    "--cases",
+                    "cartpole-8,cartpole-64,cleanrl-8",
+                    "--rounds",
+                    "3",
+                    "--timesteps",
+                    "32768",
+                    "--markdown",
+                    "{out}/{date}-trainers.md",
+                    "--json",
+                    "{out}/{date}-trainers.json",
+                ),
+                smoke=("--cases", "cartpole-8", "--rounds", "1", "--timesteps", "1024"),
+                needs=("torch", "stable_baselines3"),
+            ),
+        ),
+        outputs=("{date}-trainers.md", "{date}-trainers.json"),
     ),
 )
 

@@ -507,8 +507,10 @@ def _options_of(argv: list[str]) -> tuple[list[str], str]:
     options = [a.split("=")[0] for a in argv if a.startswith("--")]
     if argv[1:3] == ["-m", "vecenv"]:
         sources = [ROOT / "vecenv" / "cli.py", ROOT / "vecenv" / "bench" / "cli.py"]
-    else:
-        sources = [ROOT / argv[1]]
+    else:  # a script, and the sibling scripts whose options it takes (goals.py: scaling.add_run_options)
+        script = ROOT / argv[1]
+        text = script.read_text(encoding="utf-8")
+        sources = [script, *(script.parent / f"{m}.py" for m in ("scaling", "paired") if f"from {m} import" in text)]
     return options, "".join(path.read_text(encoding="utf-8") for path in sources)
 
 
