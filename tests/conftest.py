@@ -8,6 +8,7 @@ import multiprocessing as mp
 import os
 import secrets
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 
@@ -34,7 +35,14 @@ RAY_TEST_OPTIONS = {"n_workers": 2, "actor_options": {"num_cpus": 0}}
 
 def pytest_configure(config: pytest.Config) -> None:
     """Let forkserver workers start from a server that has already imported gymnasium and the test envs (speed);
-    register the ``ray`` marker."""
+    register the ``ray`` marker; give SIGINT Python's own handler.
+
+    A shell without job control starts a background command (``make test &``, a CI step run with ``nohup``) with
+    SIGINT ignored, and Python then installs no handler: the tests that deliver a Ctrl-C would see nothing. The
+    suite runs with Python's default handler wherever it was started from (vecenv's behaviour over an ignored
+    SIGINT is tested on its own, in test_interrupts.py).
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if "forkserver" in START_METHODS:
         mp.set_forkserver_preload(["tests.envs"])
     config.addinivalue_line("markers", "ray: the test uses Ray (its timeout uses pytest-timeout's thread method)")
