@@ -12,12 +12,20 @@ median of the per-round ratios, so a machine that slows down for a while slows b
 - ``dummy-16``, ``dummy-64``: vecenv's ``DummyVecEnv`` over CartPole-v1, >= 1.0x SB3's;
 - ``dummy-image-16``: vecenv's ``DummyVecEnv`` over 16 image envs, >= 1.0x SB3's.
 
+The goals of a 16-core machine (not run by default; ``--cases sixteen`` runs them all):
+
+- ``cartpole-1024``: ``SubprocVecEnv(env_fns)`` over 1024 CartPole-v1, >= 10x the plain loop;
+- ``pong-64``: over 64 ``ALE/Pong-v5``, >= 13x the plain loop;
+- ``image-128``: over 128 image envs, >= 2x the plain loop;
+- ``cpu-128``: over 128 CPU envs, >= 0.95 of the machine's capacity.
+
 ``SubprocVecEnv`` runs with its defaults (workers, wait mode). The capacity is ``scaling.py``'s: the CPU
 workload's ``burn`` loop in ``--capacity-procs`` processes at once over one process, measured as one more
 contender of the ``cpu-16`` rounds. Where SB3 or ale-py cannot be imported, the row says so.
 
     python benchmarks/goals.py                                    # every case, 10 rounds of 0.5 s
     python benchmarks/goals.py --cases cartpole-64,dummy-16 --rounds 5 --output goals.md
+    python benchmarks/goals.py --cases sixteen --rounds 5                 # on a 16-core machine
 """
 
 from __future__ import annotations
@@ -118,6 +126,16 @@ CASES: dict[str, Case] = {
     "dummy-64": Case("DummyVecEnv", "cartpole", 64, ("dummy", "sb3-dummy"), (_SB3,), needs="stable_baselines3"),
     "dummy-image-16": Case("DummyVecEnv", "image", 16, ("dummy", "sb3-dummy"), (_SB3,), needs="stable_baselines3"),
 }
+#: the cases ``--cases`` runs by default: the goals of a 2-core machine
+DEFAULT_CASES = tuple(CASES)
+#: the goals of a 16-core machine (``--cases sixteen``)
+SIXTEEN_CORE_CASES = {
+    "cartpole-1024": Case(_SUBPROC, "cartpole", 1024, ("plain", "vecenv"), (Check("plain loop", _PLAIN, 10.0),)),
+    "pong-64": Case(_SUBPROC, "pong", 64, ("plain", "vecenv"), (Check("plain loop", _PLAIN, 13.0),), needs="ale_py"),
+    "image-128": Case(_SUBPROC, "image", 128, ("plain", "vecenv"), (Check("plain loop", _PLAIN, 2.0),)),
+    "cpu-128": Case(_SUBPROC, "cpu", 128, ("plain", "vecenv"), (Check("plain loop x capacity", _over_capacity, 0.95),)),
+}
+CASES.update(SIXTEEN_CORE_CASES)
 _MISSING = {"ale_py": "ale-py not installed", "stable_baselines3": "SB3 not installed"}
 
 
@@ -214,7 +232,11 @@ def goal_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 def parser() -> argparse.ArgumentParser:
     """The command line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, among {', '.join(CASES)}")
+    p.add_argument(
+        "--cases",
+        default=",".join(DEFAULT_CASES),
+        help=f"comma-separated, among {', '.join(CASES)}; sixteen: the 16-core goals",
+    )
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--seconds", type=float, default=0.5, help="duration of each contender's chunk in a round")
     p.add_argument("--max-procs", type=int, default=64, help="Gymnasium's AsyncVectorEnv: at most this many envs")
@@ -225,7 +247,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the goals, print the report; return ``{"text", "records", "machine"}``."""
     args = parser().parse_args(argv)
-    names = picked(args.cases, list(CASES), "--cases")
+    names = picked(args.cases.replace("sixteen", ",".join(SIXTEEN_CORE_CASES)), list(CASES), "--cases")
     register_envs()
     if importlib.util.find_spec("stable_baselines3") is not None:
         mp.set_forkserver_preload(["stable_baselines3.common.vec_env"])  # as a script importing SB3 at the top

@@ -8,7 +8,8 @@ Every contender is built first (N env copies each, one row per agent, so N x 3 r
   its rate, the ``ceiling`` line of the report;
 - ``supersuit-2cpu``: ``concat_vec_envs_v1(pettingzoo_env_to_vec_env_v1(env), N, num_cpus=2, base_class=BASE)``
   (two worker processes of SuperSuit's own; the baseline of the ratio column);
-- ``supersuit-0cpu``: the same with ``num_cpus=0``: every env in this process;
+- ``supersuit-0cpu``: the same with ``num_cpus=0``: every env in this process; any ``supersuit-<K>cpu`` names
+  ``num_cpus=K`` (``supersuit-16cpu`` on 16 cores);
 - ``vecenv-subproc``: ``vecenv.pettingzoo.make_vec_env(parallel_env, N, vec_env_cls=SubprocVecEnv)``, vecenv's
   default layout (one worker per usable core);
 - ``vecenv-parent``: the same with ``vec_env_kwargs={"n_workers": C - 1, "parent_envs": N // C}`` (C usable
@@ -20,14 +21,16 @@ Every contender is built first (N env copies each, one row per agent, so N x 3 r
 action space before timing, cycled, the same for every contender. After a warm-up, ``--rounds`` rounds step every
 contender for ``--seconds`` in turn, the order rotated each round, so that noise from other processes hits all
 alike. ``agent-steps/s`` (rows stepped per second: vector steps x rows) is the median over rounds, and
-``x supersuit-2cpu`` the median of the per-round ratios to that contender, with their quartiles (the spread of
-the pairing: what the machine's noise does to the ratio). For vecenv's worker layouts,
+``x supersuit-2cpu`` the median of the per-round ratios to that contender (``--baseline`` names another), with
+their quartiles (the spread of the pairing: what the machine's noise does to the ratio). For vecenv's worker layouts,
 ``caller us/step`` is the calling process's send + wait + collect per vector step (``step_stats()`` of the vector
 env of the env copies, over the timed chunks) and ``busy`` its send + collect part.
 
     python benchmarks/pettingzoo_bench.py                                 # 16 envs, 10 rounds of 0.5 s
     python benchmarks/pettingzoo_bench.py --num-envs 8 --rounds 5 --output pz.md --json pz.json
     python benchmarks/pettingzoo_bench.py --contenders vecenv-subproc,supersuit-2cpu --rounds 20
+    python benchmarks/pettingzoo_bench.py -n 64 --contenders plain,supersuit-16cpu,vecenv-subproc \
+        --baseline supersuit-16cpu
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import datetime as dt
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +54,8 @@ from vecenv.cli_args import json_object, positive_float, positive_int
 
 CONTENDERS = ("plain", "supersuit-2cpu", "supersuit-0cpu", "vecenv-subproc", "vecenv-parent", "vecenv-dummy")
 BASELINE = "supersuit-2cpu"
-COLUMNS = ["contender", "layout", "agent-steps/s", f"x {BASELINE}", "quartiles", "caller us/step", "busy us/step"]
+COLUMNS = ["contender", "layout", "agent-steps/s", "x BASELINE", "quartiles", "caller us/step", "busy us/step"]
+_SUPERSUIT = re.compile(r"supersuit-(\d+)cpu")
 ENV_KWARGS = {"max_cycles": 25, "continuous_actions": False}
 
 
@@ -84,12 +89,18 @@ class PlainLoop:
             env.close()
 
 
+def supersuit_cpus(name: str) -> int | None:
+    """``num_cpus`` of SuperSuit contender ``name`` (``"supersuit-16cpu"`` -> 16); ``None`` for any other."""
+    match = _SUPERSUIT.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
 def layout(name: str, n: int, cores: int, base_class: str) -> str:
     """The constructor a contender stands for, in words."""
     if name == "plain":
         return f"for env in envs: env.step(...) ({n} envs, this process)"
-    if name.startswith("supersuit"):
-        cpus = 2 if name == "supersuit-2cpu" else 0
+    cpus = supersuit_cpus(name)
+    if cpus is not None:
         return f"concat_vec_envs_v1(..., {n}, num_cpus={cpus}, base_class={base_class!r})"
     if name == "vecenv-dummy":
         return "make_vec_env(..., vec_env_cls=DummyVecEnv)"
@@ -103,13 +114,14 @@ def build(name: str, n: int, env_kwargs: dict[str, Any], cores: int, base_class:
     if name == "plain":
         plain = PlainLoop(n, env_kwargs)
         return Contender(name, plain.num_envs, plain.step, batches_for(plain.action_space, plain.num_envs), plain.close)
-    if name.startswith("supersuit"):
+    cpus = supersuit_cpus(name)
+    if cpus is not None:
         import supersuit
 
         venv = supersuit.concat_vec_envs_v1(
             supersuit.pettingzoo_env_to_vec_env_v1(_parallel_env(**env_kwargs)),
             n,
-            num_cpus=2 if name == "supersuit-2cpu" else 0,
+            num_cpus=cpus,
             base_class=base_class,
         )
         venv.reset()  # no seed: SuperSuit's SB3 wrapper passes it to seed(), which its vector env lacks
@@ -145,7 +157,7 @@ def run(args: argparse.Namespace, cores: int, base_class: str) -> list[dict[str,
     finally:
         for c in built:
             c.close()
-    baseline = next((c for c in built if c.name == BASELINE), None)
+    baseline = next((c for c in built if c.name == args.baseline), None)
     records = []
     for c in built:
         rates = np.array(c.rates)
@@ -166,8 +178,8 @@ def run(args: argparse.Namespace, cores: int, base_class: str) -> list[dict[str,
     return records
 
 
-def table(records: list[dict[str, Any]]) -> str:
-    """The Markdown table of ``records``."""
+def table(records: list[dict[str, Any]], baseline: str = BASELINE) -> str:
+    """The Markdown table of ``records``, ratios to ``baseline``."""
     rows = [
         [
             r["contender"],
@@ -180,15 +192,18 @@ def table(records: list[dict[str, Any]]) -> str:
         ]
         for r in records
     ]
-    return render_markdown(COLUMNS, rows, [False, False, True, True, True, True, True])
+    columns = [column.replace("BASELINE", baseline) for column in COLUMNS]
+    return render_markdown(columns, rows, [False, False, True, True, True, True, True])
 
 
 def contender_list(text: str) -> list[str]:
-    """``"vecenv-subproc,supersuit-2cpu"`` -> the names, each one of :data:`CONTENDERS`."""
+    """``"vecenv-subproc,supersuit-2cpu"`` -> the names, each one of :data:`CONTENDERS` or ``supersuit-<K>cpu``."""
     names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in CONTENDERS]
+    unknown = [name for name in names if name not in CONTENDERS and supersuit_cpus(name) is None]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list among {', '.join(CONTENDERS)}, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list among {', '.join(CONTENDERS)} (or supersuit-<K>cpu), got {text!r}"
+        )
     return names
 
 
@@ -198,6 +213,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--num-envs", "-n", type=positive_int, default=16, help="env copies (rows: x 3 agents)")
     p.add_argument("--env-kwargs", type=json_object, default=ENV_KWARGS, help="simple_spread_v3.parallel_env kwargs")
     p.add_argument("--contenders", type=contender_list, default=list(CONTENDERS), help=f"among {', '.join(CONTENDERS)}")
+    p.add_argument(
+        "--baseline", default=BASELINE, help=f"the contender the ratio column divides by (default {BASELINE})"
+    )
     p.add_argument("--rounds", type=positive_int, default=10)
     p.add_argument("--seconds", type=positive_float, default=0.5, help="each contender's chunk in a round")
     p.add_argument("--warmup", type=positive_float, default=0.3, help="each contender's warm-up, in seconds")
@@ -229,9 +247,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"load {info['load_average_start']}; pettingzoo {package_version('pettingzoo')}, mpe2 "
         f"{package_version('mpe2')}, supersuit {package_version('supersuit')}.",
         f"{args.rounds} rounds of {args.seconds} s per contender, order rotated each round; agent-steps/s is the "
-        f"median over rounds, x {BASELINE} the median of the per-round ratios (with their quartiles).",
+        f"median over rounds, x {args.baseline} the median of the per-round ratios (with their quartiles).",
         "",
-        table(records),
+        table(records, args.baseline),
     ]
     plain = next((r for r in records if r["contender"] == "plain"), None)
     if plain is not None:

@@ -19,7 +19,7 @@ script trains, in rounds, with every vector env of a case and reports for each:
 Cases (``--cases``):
 
 - ``cartpole-8``, ``cartpole-64``: SB3 ``PPO("MlpPolicy")`` on CartPole-v1 with 8 / 64 envs;
-- ``pong-8``: SB3 ``PPO("CnnPolicy")`` on ``PongNoFrameskip-v4`` with 8 envs built as rl_zoo3 does
+- ``pong-8``, ``pong-16``: SB3 ``PPO("CnnPolicy")`` on ``PongNoFrameskip-v4`` with 8 / 16 envs built as rl_zoo3 does
   (``make_atari_env``: ``Monitor`` then SB3's ``AtariWrapper`` per env), then SB3's ``VecFrameStack(4)``; PPO
   adds ``VecTransposeImage`` itself (needs ``ale-py``);
 - ``cleanrl-8``: a CleanRL-style PPO loop (the structure of CleanRL's ``ppo.py``, plain torch) over 8 CartPole-v1
@@ -29,8 +29,9 @@ The SB3 cases build their vector env with SB3's ``make_vec_env`` / ``make_atari_
 SB3's ``DummyVecEnv`` / ``SubprocVecEnv`` and vecenv's ``DummyVecEnv`` / ``SubprocVecEnv`` (each with its
 defaults), so only the vector env class differs. The CleanRL loop runs over Gymnasium's ``SyncVectorEnv`` /
 ``AsyncVectorEnv`` and ``vecenv.gymnasium``'s, all with their defaults (next-step autoreset, as CleanRL's loop
-expects). Every run uses n_steps = 128, batch size 256 and 4 epochs, torch on the CPU with one thread, and the
-same ``--seed``; a run's env-steps are ``--timesteps`` rounded up to whole rollouts of 128 x num_envs (as SB3's
+expects). Every run uses n_steps = 128, batch size 256 and 4 epochs, torch with one CPU thread, the policy on
+``--device`` (SB3's ``device``; default ``cpu``; the CleanRL loop runs on the CPU only and is skipped on another),
+and the same ``--seed``; a run's env-steps are ``--timesteps`` rounded up to whole rollouts of 128 x num_envs (as SB3's
 ``learn`` does). Before a case's rounds, an untimed run of one rollout with the reference warms torch up. Each
 round runs every vector env once, the order rotated by one each round.
 
@@ -38,6 +39,7 @@ round runs every vector env once, the order rotated by one each round.
     python benchmarks/trainers.py --cases cartpole-8,cartpole-64,cleanrl-8 --rounds 3 --timesteps 32768 \\
         --markdown trainers.md --json trainers.json
     python benchmarks/trainers.py --cases pong-8 --rounds 2 --timesteps pong-8=8192
+    python benchmarks/trainers.py --cases pong-16 --device cuda --vec-envs sb3-subproc,vecenv-subproc
 
 torch and stable-baselines3 are imported when a case runs, never when this module is imported.
 """
@@ -111,17 +113,20 @@ class TrainerCase:
 CASES: dict[str, TrainerCase] = {
     "cartpole-8": TrainerCase("sb3", "CartPole-v1", 8, SB3_VEC_ENVS, 32768),
     "cartpole-64": TrainerCase("sb3", "CartPole-v1", 64, SB3_VEC_ENVS, 32768),
-    "pong-8": TrainerCase(
-        "sb3",
-        "ale_py:PongNoFrameskip-v4",
-        8,
-        SB3_VEC_ENVS,
-        8192,
-        policy="CnnPolicy",
-        atari=True,
-        ppo_kwargs={"learning_rate": 2.5e-4, "clip_range": 0.1, "ent_coef": 0.01, "vf_coef": 0.5},
-        needs=("torch", "stable_baselines3", "ale_py"),
-    ),
+    **{
+        f"pong-{n}": TrainerCase(
+            "sb3",
+            "ale_py:PongNoFrameskip-v4",
+            n,
+            SB3_VEC_ENVS,
+            8192,
+            policy="CnnPolicy",
+            atari=True,
+            ppo_kwargs={"learning_rate": 2.5e-4, "clip_range": 0.1, "ent_coef": 0.01, "vf_coef": 0.5},
+            needs=("torch", "stable_baselines3", "ale_py"),
+        )
+        for n in (8, 16)
+    },
     "cleanrl-8": TrainerCase("cleanrl", "CartPole-v1", 8, GYM_VEC_ENVS, 32768, needs=("torch",)),
 }
 _INSTALL = {
@@ -215,8 +220,9 @@ def sb3_vec_env_class(name: str) -> Any:
     return getattr(module, {"dummy": "DummyVecEnv", "subproc": "SubprocVecEnv"}[kind])
 
 
-def run_sb3(case: TrainerCase, vec_env: str, timesteps: int, seed: int) -> dict[str, Any]:
-    """Build ``vec_env`` as SB3's ``make_vec_env`` / ``make_atari_env`` do, then time ``PPO(...).learn``.
+def run_sb3(case: TrainerCase, vec_env: str, timesteps: int, seed: int, device: str = "cpu") -> dict[str, Any]:
+    """Build ``vec_env`` as SB3's ``make_vec_env`` / ``make_atari_env`` do, then time ``PPO(...).learn`` with the
+    policy on torch device ``device``.
 
     :return: ``learn_s``, ``startup_s`` (the vector env's construction, seconds), ``step_s``, ``vector_steps``,
         ``env_steps``, ``episodes`` (from the :class:`StepTimer`) and ``trainer_timesteps`` (PPO's own count).
@@ -240,7 +246,7 @@ def run_sb3(case: TrainerCase, vec_env: str, timesteps: int, seed: int) -> dict[
             batch_size=BATCH_SIZE,
             n_epochs=N_EPOCHS,
             seed=seed,
-            device="cpu",
+            device=device,
             verbose=0,
             **case.ppo_kwargs,
         )
@@ -393,8 +399,9 @@ def cleanrl_ppo(envs: Any, total_timesteps: int, seed: int) -> int:
     return global_step
 
 
-def run_cleanrl(case: TrainerCase, vec_env: str, timesteps: int, seed: int) -> dict[str, Any]:
-    """Build Gymnasium vector env ``vec_env`` over CleanRL's env thunks, then time :func:`cleanrl_ppo` on it.
+def run_cleanrl(case: TrainerCase, vec_env: str, timesteps: int, seed: int, device: str = "cpu") -> dict[str, Any]:
+    """Build Gymnasium vector env ``vec_env`` over CleanRL's env thunks, then time :func:`cleanrl_ppo` on it (on
+    the CPU; :func:`run_case` skips this trainer for another ``device``).
 
     :return: as :func:`run_sb3` (``trainer_timesteps``: the loop's ``global_step``).
     """
@@ -411,7 +418,7 @@ def run_cleanrl(case: TrainerCase, vec_env: str, timesteps: int, seed: int) -> d
     return _run_record(timer, case, learn, startup, steps)
 
 
-_RUNNERS: dict[str, Callable[[TrainerCase, str, int, int], dict[str, Any]]] = {
+_RUNNERS: dict[str, Callable[[TrainerCase, str, int, int, str], dict[str, Any]]] = {
     "sb3": run_sb3,
     "cleanrl": run_cleanrl,
 }
@@ -436,19 +443,23 @@ def run_case(name: str, case: TrainerCase, vec_envs: Sequence[str], args: argpar
         "vec_envs": list(vec_envs),
     }
     missing = [module for module in case.needs if importlib.util.find_spec(module) is None]
-    if missing:
-        record["skipped"] = _INSTALL.get(missing[0], f"{missing[0]} not installed")
+    if missing or (case.trainer == "cleanrl" and args.device != "cpu"):
+        record["skipped"] = (
+            _INSTALL.get(missing[0], f"{missing[0]} not installed")
+            if missing
+            else f"the CleanRL loop runs on the CPU only (--device {args.device})"
+        )
         print(f"{name}: skipped, {record['skipped']}", flush=True)
         return record
     run = _RUNNERS[case.trainer]
     if args.warmup:
-        run(case, vec_envs[0], N_STEPS * case.num_envs, args.seed)
+        run(case, vec_envs[0], N_STEPS * case.num_envs, args.seed, args.device)
     record["orders"], record["runs"] = [], {v: [] for v in vec_envs}
     for r, order in enumerate(rotations(vec_envs, args.rounds)):
         record["orders"].append([])
         for vec_env in order:
             gc.collect()
-            result = run(case, vec_env, timesteps, args.seed)
+            result = run(case, vec_env, timesteps, args.seed, args.device)
             record["orders"][-1].append(vec_env)
             record["runs"][vec_env].append(result)
             print(
@@ -601,6 +612,7 @@ def parser() -> argparse.ArgumentParser:
         + ", ".join((*SB3_VEC_ENVS, *GYM_VEC_ENVS)),
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="torch device of the SB3 cases' policy (cpu, cuda, cuda:1, ...)")
     p.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True, help="untimed reference run")
     p.add_argument("--markdown", help="also write the report (Markdown) here")
     p.add_argument("--json", help="also write the settings, machine and every run (JSON) here")
@@ -635,9 +647,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "# Vector envs inside trainers: " + ", ".join(names),
             "",
             f"Machine: {cores} usable cores ({os.cpu_count()} CPUs), {cpu_model()}, {info['python']}; torch "
-            f"{info['torch']} (CPU, 1 thread), stable-baselines3 {info['stable_baselines3']}, gymnasium "
-            f"{info['gymnasium']}; date {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}; vecenv "
-            f"commit {vecenv_commit()}; load average (1, 5, 15 min) {info['load_average_start']} at the start, "
+            f"{info['torch']} (policy on {args.device}, 1 CPU thread), stable-baselines3 {info['stable_baselines3']}, "
+            f"gymnasium {info['gymnasium']}; date {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}; "
+            f"vecenv commit {vecenv_commit()}; load average (1, 5, 15 min) {info['load_average_start']} at the start, "
             f"{info['load_average_end']} at the end.",
             f"{args.rounds} rounds, each running every vector env once (order rotated each round), seed "
             f"{args.seed}; PPO n_steps {N_STEPS}, batch size {BATCH_SIZE}, {N_EPOCHS} epochs. `learn s`: wall time "
@@ -661,6 +673,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "batch_size": BATCH_SIZE,
         "n_epochs": N_EPOCHS,
         "torch_threads": 1,
+        "device": args.device,
     }
     result = {
         "text": text,

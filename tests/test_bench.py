@@ -747,3 +747,34 @@ def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.Cap
         targets = [float(goal.split("x")[0].removeprefix(">= ")) for goal in row["goal"].split(" or ")]
         met = any(value >= target for value, target in zip(values, targets, strict=True))
         assert row["result"] == ("met" if met else "missed")
+
+
+def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--cases sixteen`` stands for the 16-core goals, in their order; the default runs the 2-core ones only."""
+    bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
+    sys.path.insert(0, bench_dir)
+    try:
+        spec = importlib.util.spec_from_file_location("goals_sixteen", os.path.join(bench_dir, "goals.py"))
+        assert spec is not None and spec.loader is not None
+        goals = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = goals
+        spec.loader.exec_module(goals)
+    finally:
+        sys.path.remove(bench_dir)
+    ran: list[str] = []
+
+    def skipped(name: str, case: Any, args: Any, iterations: int) -> dict[str, Any]:
+        ran.append(name)
+        return {"case": name, "num_envs": case.num_envs, "skipped": "not run"}
+
+    monkeypatch.setattr(goals, "run_goal", skipped)
+    monkeypatch.setattr(goals, "calibrate_cpu_iterations", lambda: 1)
+    try:
+        result = goals.main(["--cases", "sixteen,dummy-16"])
+        assert ran == ["cartpole-1024", "pong-64", "image-128", "cpu-128", "dummy-16"]
+        assert ">= 10x plain loop" in result["text"] and ">= 0.95x plain loop x capacity" in result["text"]
+        ran.clear()
+        goals.main([])
+        assert ran == list(goals.DEFAULT_CASES) and "cartpole-1024" not in ran
+    finally:
+        del sys.modules[spec.name]

@@ -44,7 +44,7 @@ def test_pettingzoo_bench_rows_and_paired_ratios(capsys: pytest.CaptureFixture[s
     assert "3 rounds of 0.02 s per contender" in printed
     lines = [line for line in printed.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    assert header == bench.COLUMNS
+    assert header == [column.replace("BASELINE", "supersuit-2cpu") for column in bench.COLUMNS]
     rows = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True)) for line in lines[2:]]
     expected = ["plain", "supersuit-2cpu", "supersuit-0cpu", "vecenv-subproc", "vecenv-dummy"]
     if (os.cpu_count() or 1) >= 2 and len(os.sched_getaffinity(0)) >= 2:
@@ -75,3 +75,20 @@ def test_pettingzoo_bench_refuses_unknown_contenders(capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert "argument --contenders: expected a comma-separated list among plain, supersuit-2cpu" in err
     assert err.rstrip().endswith("got 'vecenv-subproc,petsuit'")
+
+
+def test_pettingzoo_bench_supersuit_with_any_process_count() -> None:
+    """``supersuit-<K>cpu`` names SuperSuit with ``num_cpus=K``; ``--baseline`` heads the ratio column."""
+    bench = _load_bench()
+    assert bench.contender_list("plain,supersuit-16cpu") == ["plain", "supersuit-16cpu"]
+    assert [bench.supersuit_cpus(n) for n in ("supersuit-16cpu", "supersuit-0cpu", "supersuit-cpu", "plain")] == [
+        16,
+        0,
+        None,
+        None,
+    ]
+    assert "num_cpus=16," in bench.layout("supersuit-16cpu", 64, 16, "gymnasium")
+    header = bench.table([{"contender": "plain", "layout": "x", "rate": 1.0}], "supersuit-16cpu").splitlines()[0]
+    assert "x supersuit-16cpu" in header
+    args = bench.parser().parse_args(["--contenders", "supersuit-16cpu", "--baseline", "supersuit-16cpu"])
+    assert args.contenders == ["supersuit-16cpu"] and args.baseline == "supersuit-16cpu"

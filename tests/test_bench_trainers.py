@@ -41,10 +41,18 @@ def test_imports_without_torch_or_sb3_and_help_works() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert loaded.returncode == 0, loaded.stderr
-    assert loaded.stdout.split() == ["['cartpole-64',", "'cartpole-8',", "'cleanrl-8',", "'pong-8']", "False", "False"]
+    assert loaded.stdout.split() == [
+        "['cartpole-64',",
+        "'cartpole-8',",
+        "'cleanrl-8',",
+        "'pong-16',",
+        "'pong-8']",
+        "False",
+        "False",
+    ]
     helped = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True, timeout=60, check=False)
     assert helped.returncode == 0, helped.stderr
-    for option in ("--cases", "--rounds", "--timesteps", "--json", "--markdown", "--vec-envs"):
+    for option in ("--cases", "--rounds", "--timesteps", "--json", "--markdown", "--vec-envs", "--device"):
         assert option in helped.stdout
     refused = subprocess.run(
         [sys.executable, SCRIPT, "--timesteps", "pong-9=10"], capture_output=True, text=True, timeout=60, check=False
