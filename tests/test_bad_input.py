@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from vecenv.spaces import make_actions_checker
+from vecenv.actions import make_actions_checker
 
 
 class ActionSpaceEnv(gym.Env):

@@ -37,8 +37,9 @@ from hypothesis.extra import numpy as hnp
 
 import vecenv
 from tests.envs_random import EchoActionEnv, ScriptedEnv, ZeroDimObsEnv, canonical
+from vecenv.actions import write_actions
 from vecenv.shared_memory import SharedBatch
-from vecenv.spaces import create_batch_buffer, make_obs_writer, write_actions
+from vecenv.spaces import create_batch_buffer, make_obs_writer
 
 START_METHODS = mp.get_all_start_methods()
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in START_METHODS else "spawn"

@@ -21,8 +21,9 @@ from gymnasium import spaces
 import vecenv
 from tests.envs import CounterEnv, LooseObsEnv
 from tests.envs_perf import PERF_SPACES, CustomSpaceEnv, SampleEnv, assert_same, custom_obs, leaf_signature
+from vecenv.actions import write_actions
 from vecenv.shared_memory import SharedBatch
-from vecenv.spaces import batch_take, buffer_leaves, create_batch_buffer, write_actions
+from vecenv.spaces import batch_take, buffer_leaves, create_batch_buffer
 
 START_METHODS = mp.get_all_start_methods()
 KINDS = list(PERF_SPACES)
@@ -502,7 +503,7 @@ def test_box_actions_are_never_reordered():
     """A Box(2, 3) action batch given as (n, 3, 2) has the right size but the wrong shape: ValueError, not a reshape."""
     from gymnasium import spaces
 
-    from vecenv.spaces import write_actions
+    from vecenv.actions import write_actions
 
     space = spaces.Box(-1, 1, (2, 3), np.float32)
     buffer = np.zeros((2, 2, 3), np.float32)

@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from numpy.typing import DTypeLike
 
+from vecenv.actions import split_actions
 from vecenv.base import VecEnvStepReturn
 from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_obs_slots, checked_rewards_dtype
 from vecenv.engine.core import AsyncState
@@ -18,7 +19,6 @@ from vecenv.interrupts import GUARD
 from vecenv.spaces import (
     buffer_as_obs_dict,
     obs_space_info,
-    split_actions,
 )
 from vecenv.worker_vec_env import WorkerVecEnv
 from vecenv.workers import InProcessWorker

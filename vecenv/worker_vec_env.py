@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from vecenv.actions import fits_action_buffer, num_actions, split_actions, write_actions
 from vecenv.base import VecEnvObs, VecEnvStepReturn
 from vecenv.engine.calls import SubEnvCalls
 from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_batch_size
@@ -25,7 +26,6 @@ from vecenv.engine.replies import call_all, gather
 from vecenv.errors import NoAsyncCallError, WorkerDiedError
 from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
-from vecenv.spaces import fits_action_buffer, num_actions, split_actions, write_actions
 
 __all__ = [
     "AsyncState",
@@ -73,7 +73,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         :raises AlreadyPendingCallError: if a step is already pending.
         :raises ValueError: if ``actions`` does not hold exactly ``num_envs`` actions, has the wrong shape or
             dtype, or (Discrete, MultiDiscrete, MultiBinary) holds values outside the action space; checked
-            before anything reaches an env (see :func:`vecenv.spaces.make_actions_checker`).
+            before anything reaches an env (see :func:`vecenv.actions.make_actions_checker`).
         """
         counted = GUARD.enter()
         try:

@@ -18,12 +18,13 @@ from gymnasium import spaces
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
+from vecenv.actions import num_actions, split_actions
 from vecenv.adapters.vecenv_to_gymnasium import VecEnvToGymnasium
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, check_open, is_int
 from vecenv.env_group import is_wrapped
 from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError
 from vecenv.gymnasium.conversions import gymnasium_batch_to_vecenv, per_env_infos
-from vecenv.spaces import batch_assign, batch_slice, num_actions, split_actions
+from vecenv.spaces import batch_assign, batch_slice
 
 __all__ = ["GymnasiumToVecEnv", "from_gymnasium"]
 

@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from vecenv.actions import make_action_writer, make_actions_checker
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn, check_open
 from vecenv.engine.obs_slots import ObsSlots, default_obs_slots
 from vecenv.engine.replies import wait_ready
@@ -25,8 +26,6 @@ from vecenv.spaces import (
     batch_slice,
     check_for_nested_spaces,
     create_batch_buffer,
-    make_action_writer,
-    make_actions_checker,
 )
 from vecenv.stats import StepClock
 from vecenv.workers import Worker, shutdown_workers

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from vecenv.actions import fits_action_buffer, num_actions, split_actions
 from vecenv.base import VecEnvIndices, VecEnvObs
 from vecenv.engine.checks import checked_batch_size
 from vecenv.engine.core import AsyncState
@@ -16,7 +17,7 @@ from vecenv.engine.replies import wait_ready
 from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError, WorkerDiedError
 from vecenv.interrupts import guarded
 from vecenv.protocol import Command
-from vecenv.spaces import batch_take, fits_action_buffer, num_actions, split_actions
+from vecenv.spaces import batch_take
 
 __all__ = ["PartialBatches"]
 

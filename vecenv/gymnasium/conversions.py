@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from vecenv.spaces import ARRAY_SPACES
+from vecenv.actions import ARRAY_SPACES
 
 __all__ = [
     "VECENV_INFO_KEYS",
@@ -124,9 +124,7 @@ def is_array_batch(space: spaces.Space, actions: Any) -> bool:
             isinstance(actions, tuple)
             and len(actions) == len(space.spaces)
             and all(
-                isinstance(sub, ARRAY_SPACES)
-                and isinstance(part, np.ndarray)
-                and part.ndim == len(sub.shape or ()) + 1
+                isinstance(sub, ARRAY_SPACES) and isinstance(part, np.ndarray) and part.ndim == len(sub.shape or ()) + 1
                 for sub, part in zip(space.spaces, actions, strict=True)
             )
         )

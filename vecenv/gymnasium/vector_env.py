@@ -11,6 +11,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
+from vecenv.actions import ARRAY_SPACES
 from vecenv.errors import ClosedVecEnvError
 from vecenv.gymnasium.conversions import (
     fresh_batch_to_gymnasium,
@@ -19,7 +20,6 @@ from vecenv.gymnasium.conversions import (
     vector_step_infos,
 )
 from vecenv.protocol import EmptyOptions
-from vecenv.spaces import ARRAY_SPACES
 from vecenv.stats import StepStats
 from vecenv.vec_env import DummyVecEnv, WorkerVecEnv
 

@@ -14,11 +14,11 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
+from vecenv.actions import make_actions_checker
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vecenv.errors import UNCOPYABLE_INFO_KEY, AgentInfoKey, UncopyableInfoError, add_note
 from vecenv.interrupts import guarded
 from vecenv.pettingzoo.agent_stack_env import _FLAGS
-from vecenv.spaces import make_actions_checker
 from vecenv.stats import StepStats
 
 __all__ = ["AgentVecEnv"]
