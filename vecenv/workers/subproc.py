@@ -197,9 +197,13 @@ class SubprocWorker(MessageWorker):
         # (its sentinel becomes readable) is noticed even if it never writes to the pipe
         self._conn_fd = self.conn.fileno()
         self._send_fd = self._send_conn.fileno()
+        self._sentinel = self.process.sentinel
         self._poller: Any = select.poll()
         self._poller.register(self._conn_fd, select.POLLIN)
-        self._poller.register(self.process.sentinel, select.POLLIN)
+        self._poller.register(self._sentinel, select.POLLIN)
+        #: a poll over several workers (:meth:`wait_any`) saw this worker's reply in the pipe, not read yet:
+        #: :meth:`_recv_raw` reads it without polling again (only :meth:`_recv_raw` reads the pipe)
+        self._reply_seen = False
 
     def handshake(self) -> tuple[gym.Space, gym.Space]:
         """Wait for the worker to build its envs; return ``(observation_space, action_space)``."""
@@ -302,9 +306,10 @@ class SubprocWorker(MessageWorker):
             if worker._lost is not None or worker._poller is None:
                 ready.add(k)  # killed or found dead: recv() raises at once
                 continue
-            for fd in (worker._conn_fd, worker.process.sentinel):
-                poller.register(fd, _POLLIN)
-                owner[fd] = k
+            conn_fd = worker._conn_fd
+            poller.register(conn_fd, _POLLIN)
+            poller.register(worker._sentinel, _POLLIN)
+            owner[conn_fd] = owner[worker._sentinel] = k
         if ready:
             return sorted(ready)
         wait_ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
@@ -313,6 +318,10 @@ class SubprocWorker(MessageWorker):
             events = poller.poll(wait_ms)
         finally:
             GUARD.wait_end(waiting)
+        for fd, event in events:
+            worker = workers[owner[fd]]
+            if event & _POLLIN and fd == worker._conn_fd:  # type: ignore[attr-defined]
+                worker._reply_seen = True  # type: ignore[attr-defined]
         return sorted({owner[fd] for fd, _ in events})
 
     @property
@@ -323,6 +332,7 @@ class SubprocWorker(MessageWorker):
         return f"{self.location} (envs {self.env_indices})"
 
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
+        self._reply_seen = False
         try:
             if data is STEP_SHARED_MESSAGE:
                 os.write(self._send_fd, STEP_SHARED_FRAME)
@@ -355,6 +365,8 @@ class SubprocWorker(MessageWorker):
                 if not arrived:
                     self._poll_reply(doing, deadline)
                 spinner.observe(perf_counter() - started)
+        elif self._reply_seen:  # wait_any saw it in the pipe: no second poll(2)
+            self._reply_seen = False
         else:
             self._poll_reply(doing, deadline)
         try:
@@ -455,6 +467,7 @@ class SubprocWorker(MessageWorker):
             conn.close()
         self._conn_fd = self._send_fd = -1
         self._poller = None
+        self._reply_seen = False
         self._signals = None  # (setup_shared maps them again for a restarted worker)
 
     def restart(
