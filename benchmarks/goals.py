@@ -21,11 +21,14 @@ The goals of a 16-core machine (not run by default; ``--cases sixteen`` runs the
 
 ``SubprocVecEnv`` runs with its defaults (workers, wait mode). The capacity is ``scaling.py``'s: the CPU
 workload's ``burn`` loop in ``--capacity-procs`` processes at once over one process, measured as one more
-contender of the ``cpu-16`` rounds. Where SB3 or ale-py cannot be imported, the row says so.
+contender of the ``cpu-16`` rounds. With ``--workload-capacity``, the other SubprocVecEnv cases measure the same
+for their own env (each process stepping one env of the case, ``scaling.step_until``): how far the machine's
+cores scale that env at all (shared caches, memory bandwidth, hyperthreads), beside how far vecenv scales it.
+Where SB3 or ale-py cannot be imported, the row says so.
 
     python benchmarks/goals.py                                    # every case, 10 rounds of 0.5 s
     python benchmarks/goals.py --cases cartpole-64,dummy-16 --rounds 5 --output goals.md
-    python benchmarks/goals.py --cases sixteen --rounds 5                 # on a 16-core machine
+    python benchmarks/goals.py --cases sixteen --rounds 5 --workload-capacity   # on a 16-core machine
 """
 
 from __future__ import annotations
@@ -176,6 +179,9 @@ def run_goal(name: str, case: Case, args: argparse.Namespace, iterations: int) -
         if case.workload == "cpu" and args.capacity_procs > 1:
             pool = capacity_pool(args.capacity_procs, iterations, args.start_method)
             probe = CapacityProbe(pool, args.capacity_procs, iterations)
+        elif args.workload_capacity and args.capacity_procs > 1 and "plain" in case.contenders:
+            pool = capacity_pool(args.capacity_procs, 0, args.start_method)
+            probe = CapacityProbe(pool, args.capacity_procs, 0, factory)
         interleave(built, probe, args.rounds, args.seconds)
     finally:
         for c in built:
@@ -215,7 +221,11 @@ def goal_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
         if "caller_us" in record:
             rates += f" (calling process per step: {record['caller_us']:.0f} us, busy {record['busy_us']:.0f} us)"
         if "capacity" in record["rates"]:
-            rates += f"; capacity {float(np.median(record['rates']['capacity'])):.2f}x"
+            capacity = np.array(record["rates"]["capacity"])
+            rates += f"; capacity {float(np.median(capacity)):.2f}x"
+            if record["case"] != "cpu-16" and record["case"] != "cpu-128":
+                share = np.array(record["rates"]["vecenv"]) / np.array(record["rates"]["plain"]) / capacity
+                rates += f" (the env's own; vecenv at {float(np.median(share)):.2f} of it)"
         rows.append(
             [
                 record["case"],
@@ -240,6 +250,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--seconds", type=float, default=0.5, help="duration of each contender's chunk in a round")
     p.add_argument("--max-procs", type=int, default=64, help="Gymnasium's AsyncVectorEnv: at most this many envs")
+    p.add_argument(
+        "--workload-capacity",
+        action="store_true",
+        help="also measure each SubprocVecEnv case's capacity for its own env (--capacity-procs processes each "
+        "stepping one, over one process), in the same rounds",
+    )
     add_run_options(p)
     return p
 

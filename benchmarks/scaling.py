@@ -81,13 +81,49 @@ def burn_until(iterations: int, start: float, seconds: float) -> float:
     return calls / max(time.perf_counter() - began, 1e-9)
 
 
-def capacity_round(pool: ProcessPoolExecutor, procs: int, iterations: int, seconds: float, flip: bool) -> float:
+#: per process of a capacity pool: the env that :func:`step_until` steps for a factory, and its actions
+_STEPPED: dict[str, tuple[Any, list[Any]]] = {}
+
+
+def step_until(factory: Callable[[], Any], start: float, seconds: float) -> float:
+    """Like :func:`burn_until`, stepping one env of ``factory`` (built and reset the first time this process
+    sees the factory, then kept; seeded random actions, reset when an episode ends): env-steps per second."""
+    key = repr(factory)
+    if key not in _STEPPED:
+        env = factory()
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        _STEPPED[key] = (env, [env.action_space.sample() for _ in range(64)])
+    env, actions = _STEPPED[key]
+    while time.time() < start:
+        pass
+    began, steps = time.perf_counter(), 0
+    while steps == 0 or time.time() < start + seconds:
+        _, _, terminated, truncated, _ = env.step(actions[steps % 64])
+        if terminated or truncated:
+            env.reset()
+        steps += 1
+    return steps / max(time.perf_counter() - began, 1e-9)
+
+
+def capacity_round(
+    pool: ProcessPoolExecutor,
+    procs: int,
+    iterations: int,
+    seconds: float,
+    flip: bool,
+    factory: Callable[[], Any] | None = None,
+) -> float:
     """One round of the machine's capacity: burns/s of ``procs`` processes at once over 1 process (each side the
-    sum of its processes' own rates, each > 0, so the ratio is always defined)."""
+    sum of its processes' own rates, each > 0, so the ratio is always defined); with ``factory``, env-steps/s of
+    one env of it per process (:func:`step_until`) instead: the capacity for that workload."""
     rates = {}
     for n in (procs, 1) if flip else (1, procs):
         start = time.time() + 0.05
-        rates[n] = sum(pool.map(burn_until, [iterations] * n, [start] * n, [seconds] * n))
+        if factory is None:
+            rates[n] = sum(pool.map(burn_until, [iterations] * n, [start] * n, [seconds] * n))
+        else:
+            rates[n] = sum(pool.map(step_until, [factory] * n, [start] * n, [seconds] * n))
     return rates[procs] / rates[1]
 
 
@@ -101,18 +137,24 @@ def capacity_pool(procs: int, iterations: int, start_method: str) -> ProcessPool
 
 
 class CapacityProbe:
-    """The machine's capacity as one more contender of the CPU workload's rounds: each chunk is one round."""
+    """The machine's capacity as one more contender of a workload's rounds: each chunk is one round (the burn
+    loop's capacity; with ``factory``, that env's own, :func:`step_until`)."""
 
     name = "capacity"
 
-    def __init__(self, pool: ProcessPoolExecutor, procs: int, iterations: int) -> None:
-        self.pool, self.procs, self.iterations = pool, procs, iterations
+    def __init__(
+        self, pool: ProcessPoolExecutor, procs: int, iterations: int, factory: Callable[[], Any] | None = None
+    ) -> None:
+        self.pool, self.procs, self.iterations, self.factory = pool, procs, iterations, factory
         self.rates: list[float] = []  # per-round ratios
+        if factory is not None:  # the pool's processes build their envs outside the measured rounds
+            for flip in (False, True):
+                capacity_round(pool, procs, iterations, 0.05, flip, factory)
 
     def chunk(self, seconds: float) -> None:
         """One capacity round of ``seconds`` per side."""
         flip = len(self.rates) % 2 == 1
-        self.rates.append(capacity_round(self.pool, self.procs, self.iterations, seconds, flip))
+        self.rates.append(capacity_round(self.pool, self.procs, self.iterations, seconds, flip, self.factory))
 
 
 class Contender:

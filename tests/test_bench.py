@@ -698,6 +698,27 @@ def test_capacity_and_rates_are_defined_for_a_process_that_runs_after_its_window
     steps: list[int] = []
     assert scaling.rate(lambda: steps.append(1), 4, 0.0) > 0 and steps == [1]  # a window of 0 s: one call
 
+    class CountingEnv:
+        """Records its calls; an episode ends at every second step."""
+
+        action_space = gym.spaces.Discrete(3)
+
+        def reset(self, seed: int | None = None) -> tuple[int, dict[str, Any]]:
+            steps.append(-1)
+            return 0, {}
+
+        def step(self, action: int) -> tuple[int, float, bool, bool, dict[str, Any]]:
+            steps.append(int(action))
+            return 0, 0.0, sum(1 for s in steps if s >= 0) % 2 == 0, False, {}
+
+    steps.clear()
+    late_steps = scaling.step_until(CountingEnv, time.time() - 1.0, 0.02)  # built, reset, then one step
+    assert late_steps > 0 and len(steps) == 2 and steps[0] == -1 and 0 <= steps[1] < 3
+    steps.clear()
+    scaling.step_until(CountingEnv, time.time(), 0.05)  # the same env again (no new reset first), reset on ends
+    stepped = [s for s in steps if s >= 0]
+    assert steps[0] != -1 and len(stepped) > 4 and steps.count(-1) == (len(stepped) + 1) // 2
+
 
 def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/goals.py, tiny: one row per goal in the order asked; each measured ratio is the median of the
