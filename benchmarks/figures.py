@@ -438,6 +438,123 @@ FIGURES: tuple[Figure, ...] = (
         outputs=("{date}-ab-slots.md", "{date}-scaling2-slots.md", "{date}-goals-slots.md"),
     ),
     Figure(
+        name="sixteen",
+        sections=(("docs/performance.md", "### 16 cores, with the observation slots"),),
+        commits=("8349a17", "fa4f4a1", "7a59a73"),
+        snapshots=(
+            "2026-11-28-ab16-slots.md",
+            "2026-11-28-ab16-cpu.md",
+            "2026-11-28-ab16-hint.md",
+            "2026-11-28-scaling16-busy.md",
+            "2026-11-28-goals16.md",
+            "2026-11-28-goals16-capacity.md",
+            "2026-11-28-pettingzoo16.md",
+        ),
+        steps=(
+            Step(
+                (
+                    *("{python}", "benchmarks/revision_ab.py", "--baseline", "7a59a73", "--cases"),
+                    "subproc-cartpole-1024,subproc-image-128,subproc-cpu-128,subproc-pong-64",
+                    *("--rounds", "5", "--seconds", "0.3", "--output", "{out}/{date}-ab16-slots.md"),
+                ),
+                smoke=("--cases", "subproc-cartpole-64", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/revision_ab.py", "--baseline", "7a59a73", "--cases", "subproc-cpu-128"),
+                    *("--rounds", "10", "--seconds", "0.3", "--output", "{out}/{date}-ab16-cpu.md"),
+                ),
+                smoke=("--cases", "subproc-cpu-16", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/revision_ab.py", "--baseline", "8349a17", "--cases"),
+                    "subproc-cartpole-1024,subproc-image-128,subproc-pong-64",
+                    *("--rounds", "6", "--seconds", "0.3", "--output", "{out}/{date}-ab16-hint.md"),
+                ),
+                smoke=("--cases", "subproc-cartpole-64", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/scaling.py", "--workloads", "cartpole,image", "--workers", "16"),
+                    *("--contenders", "plain,vecenv", "--rounds", "2", "--seconds", "0.3", "--capacity-rounds", "0"),
+                    *("--output", "{out}/{date}-scaling16-busy.md"),
+                ),
+                smoke=("--workers", "1", "--rounds", "1", "--seconds", "0.02", "--workloads", "cartpole"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/goals.py", "--cases", "sixteen", "--rounds", "4", "--seconds", "0.4"),
+                    *("--output", "{out}/{date}-goals16.md"),
+                ),
+                smoke=("--cases", "cartpole-64", "--rounds", "1", "--seconds", "0.02"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/goals.py", "--cases", "sixteen", "--rounds", "4", "--seconds", "0.4"),
+                    *("--workload-capacity", "--output", "{out}/{date}-goals16-capacity.md"),
+                ),
+                smoke=("--cases", "cartpole-64", "--rounds", "1", "--seconds", "0.02", "--capacity-procs", "2"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/pettingzoo_bench.py", "-n", "64", "--contenders"),
+                    *("plain,supersuit-16cpu,vecenv-subproc", "--baseline", "supersuit-16cpu"),
+                    *("--rounds", "4", "--seconds", "0.4", "--output", "{out}/{date}-pettingzoo16.md"),
+                ),
+                smoke=("-n", "2", "--rounds", "1", "--seconds", "0.02", "--warmup", "0.02"),
+                needs=("supersuit", "mpe2"),
+            ),
+        ),
+        outputs=(
+            "{date}-ab16-slots.md",
+            "{date}-ab16-cpu.md",
+            "{date}-ab16-hint.md",
+            "{date}-scaling16-busy.md",
+            "{date}-goals16.md",
+            "{date}-goals16-capacity.md",
+            "{date}-pettingzoo16.md",
+        ),
+    ),
+    Figure(
+        name="trainers-16",
+        sections=(("docs/performance.md", "### On 16 cores, with the policy on a GPU"),),
+        commits=("8349a17",),
+        snapshots=(
+            "2026-11-28-trainers16-pong.md",
+            "2026-11-28-trainers16-pong.json",
+            "2026-11-28-trainers16-cartpole.md",
+            "2026-11-28-trainers16-cartpole.json",
+        ),
+        steps=(
+            Step(
+                (
+                    *("{python}", "benchmarks/trainers.py", "--cases", "pong-16", "--device", "cuda"),
+                    *("--rounds", "3", "--timesteps", "pong-16=8192", "--vec-envs", "sb3-subproc,vecenv-subproc"),
+                    *("--markdown", "{out}/{date}-trainers16-pong.md", "--json", "{out}/{date}-trainers16-pong.json"),
+                ),
+                smoke=("--device", "cpu", "--rounds", "1", "--timesteps", "pong-16=2048"),
+                needs=("torch", "stable_baselines3", "ale_py"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/trainers.py", "--cases", "cartpole-8,cartpole-64", "--rounds", "2"),
+                    *("--timesteps", "8192", "--vec-envs", "sb3-subproc,vecenv-dummy,vecenv-subproc"),
+                    *("--markdown", "{out}/{date}-trainers16-cartpole.md"),
+                    *("--json", "{out}/{date}-trainers16-cartpole.json"),
+                ),
+                smoke=("--cases", "cartpole-8", "--rounds", "1", "--timesteps", "1024"),
+                needs=("torch", "stable_baselines3"),
+            ),
+        ),
+        outputs=(
+            "{date}-trainers16-pong.md",
+            "{date}-trainers16-pong.json",
+            "{date}-trainers16-cartpole.md",
+            "{date}-trainers16-cartpole.json",
+        ),
+    ),
+    Figure(
         name="trainers",
         sections=(("docs/performance.md", "## In a trainer"),),
         commits=("04af837",),
