@@ -32,9 +32,10 @@ def documented() -> set[str]:
     """``module.name`` for every autodoc directive of the page (names are relative to the current module)."""
     text = API_PAGE.read_text(encoding="utf-8")
     names: set[str] = set()
-    marks = sorted([(m.start(), "module", m.group(1)) for m in CURRENT.finditer(text)] + [
-        (m.start(), "name", m.group(1)) for m in DIRECTIVE.finditer(text)
-    ])
+    marks = sorted(
+        [(m.start(), "module", m.group(1)) for m in CURRENT.finditer(text)]
+        + [(m.start(), "name", m.group(1)) for m in DIRECTIVE.finditer(text)]
+    )
     module = "vecenv"
     for _, kind, value in marks:
         if kind == "module":

@@ -224,8 +224,11 @@ def test_worker_killed_while_parent_waits(start_method, make_venv):
 
 
 @pytest.mark.timeout(90)
-def test_close_with_hung_worker(make_venv):
+def test_close_with_hung_worker(make_venv, monkeypatch):
     """close() while a worker is stuck inside env.step returns (bounded) and ends that worker."""
+    # a short close deadline before the hung worker is terminated (the default, 5 s, is waited for by the hang case
+    # of test_faults.py::test_program_shutdown)
+    monkeypatch.setattr(vecenv.workers.base, "CLOSE_TIMEOUT", 0.5)
     fns = [functools.partial(FaultEnv), functools.partial(FaultEnv, fail_in="hang", after=1, offset=1)]
     venv = make_venv("subproc", fns)
     venv.reset()

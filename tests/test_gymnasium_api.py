@@ -929,8 +929,9 @@ def test_env_errors_are_logged_like_gymnasium() -> None:
     assert len(texts) == 5, texts
     workers = []
     for received, trace in (texts[0:2], texts[2:4]):
-        match = re.match(r"\x1b\[31mERROR: Received the following error from Worker-([12]) - Shutting it down\x1b\[0m$",
-                         received)
+        match = re.match(
+            r"\x1b\[31mERROR: Received the following error from Worker-([12]) - Shutting it down\x1b\[0m$", received
+        )
         assert match, received
         workers.append(match.group(1))
         assert re.match(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import cv2
@@ -13,6 +15,7 @@ from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 
 import vecenv
+from tests.conftest import build_venv
 from tests.envs import MarkerWrapper, OtherWrapper
 from vecenv import VecEnvWrapper, is_vecenv_wrapped, unwrap_vec_wrapper
 from vecenv.wrappers.vec_check_nan import VecCheckNan
@@ -75,18 +78,39 @@ class SubPassThrough(PassThrough):
     """A subclass, to check that unwrap_vec_wrapper matches subclasses."""
 
 
+def wrap_in_stack(base: vecenv.VecEnv, video_folder: Path) -> list[vecenv.VecEnv]:
+    """``VecCheckNan(VecExtractDictObs(VecVideoRecorder(base)))`` and its levels, outermost first."""
+    recorder = VecVideoRecorder(base, str(video_folder), lambda step: step == 0, video_length=3)
+    extract = VecExtractDictObs(recorder, key="pos")
+    check = VecCheckNan(extract, raise_exception=True)
+    return [check, extract, recorder, base]
+
+
 @pytest.fixture
 def stack(make_venv, tmp_path):
     """``VecCheckNan(VecExtractDictObs(VecVideoRecorder(DummyVecEnv)))`` and its levels, outermost first."""
 
     def build(backend: str = "dummy") -> list[vecenv.VecEnv]:
-        base = make_venv(backend, wrapped_env_fns())
-        recorder = VecVideoRecorder(base, str(tmp_path), lambda step: step == 0, video_length=3)
-        extract = VecExtractDictObs(recorder, key="pos")
-        check = VecCheckNan(extract, raise_exception=True)
-        return [check, extract, recorder, base]
+        return wrap_in_stack(make_venv(backend, wrapped_env_fns()), tmp_path)
 
     return build
+
+
+@pytest.fixture(scope="module")
+def shared_stacks(tmp_path_factory) -> Iterator[Callable[[str], list[vecenv.VecEnv]]]:
+    """``shared(backend)``: one stack per backend, built on first use and closed at the end of the module, for the
+    cases of a test that only asks the envs which wrappers they have (each case would otherwise build its own
+    vec env; for Ray, start two actors)."""
+    built: dict[str, list[vecenv.VecEnv]] = {}
+
+    def shared(backend: str) -> list[vecenv.VecEnv]:
+        if backend not in built:
+            built[backend] = wrap_in_stack(build_venv(backend, wrapped_env_fns()), tmp_path_factory.mktemp("video"))
+        return built[backend]
+
+    yield shared
+    for levels in built.values():
+        levels[0].close()
 
 
 def test_unwrap_vec_wrapper_finds_each_level(stack):
@@ -154,9 +178,9 @@ def test_ambiguous_attributes_raise(stack, tmp_path):
 
 
 @pytest.mark.parametrize("wrapper", [TimeLimit, MarkerWrapper, OtherWrapper])
-def test_env_is_wrapped_through_the_stack(backend, stack, wrapper):
+def test_env_is_wrapped_through_the_stack(backend, shared_stacks, wrapper):
     """env_is_wrapped sees gymnasium wrappers inside the envs through every vec wrapper (both backends)."""
-    check, *_ = stack(backend)
+    check, *_ = shared_stacks(backend)
     expected = {TimeLimit: [True, True], MarkerWrapper: [True, False], OtherWrapper: [False, False]}[wrapper]
     assert check.env_is_wrapped(wrapper) == expected
     assert check.env_is_wrapped(wrapper, indices=1) == expected[1:]

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import copy
 import functools
+import uuid
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -462,26 +464,51 @@ INDEX_CASES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def shared_venvs() -> Iterator[dict[tuple[str, str], vecenv.VecEnv]]:
+    """Vec envs of ``counter_fns(3)`` shared by the cases of the index tests below, one per backend and use (built
+    on first use, closed at the end of the module): each case would otherwise build its own (for Ray, start two
+    actors) to read an attribute or call a method once."""
+    built: dict[tuple[str, str], vecenv.VecEnv] = {}
+    yield built
+    for venv in built.values():
+        venv.close()
+
+
+@pytest.fixture
+def three_counters(backend, shared_venvs) -> vecenv.VecEnv:
+    """``counter_fns(3)`` on ``backend``, shared by the tests that only read its envs (get_attr, env_method,
+    indices refused)."""
+    if (backend, "read") not in shared_venvs:
+        shared_venvs[backend, "read"] = build_venv(backend, counter_fns(3))
+    return shared_venvs[backend, "read"]
+
+
 @pytest.mark.parametrize(("indices", "expected"), INDEX_CASES)
-def test_get_attr_indices(backend, make_venv, indices, expected):
+def test_get_attr_indices(three_counters, indices, expected):
     """get_attr answers in the requested order for None / int / list / negative / range indices."""
-    venv = make_venv(backend, counter_fns(3))
+    venv = three_counters
     assert venv.get_attr("custom_attr", indices=indices) == [f"custom-{i}" for i in expected]
     assert venv.get_attr("offset", indices) == expected
 
 
 @pytest.mark.parametrize(("indices", "expected"), INDEX_CASES[:6])
-def test_set_attr_indices(backend, make_venv, indices, expected):
-    """set_attr changes only the addressed envs."""
-    venv = make_venv(backend, counter_fns(3))
-    venv.set_attr("custom_attr", "new", indices=indices)
-    assert venv.get_attr("custom_attr") == ["new" if i in expected else f"custom-{i}" for i in range(3)]
+def test_set_attr_indices(backend, shared_venvs, indices, expected):
+    """set_attr changes only the addressed envs: they get this case's own value, the others keep theirs (the
+    cases share one vec env of their own)."""
+    if (backend, "set_attr") not in shared_venvs:
+        shared_venvs[backend, "set_attr"] = build_venv(backend, counter_fns(3))
+    venv = shared_venvs[backend, "set_attr"]
+    before = venv.get_attr("custom_attr")
+    value = f"new-{uuid.uuid4().hex}"
+    venv.set_attr("custom_attr", value, indices=indices)
+    assert venv.get_attr("custom_attr") == [value if i in expected else before[i] for i in range(3)]
 
 
 @pytest.mark.parametrize(("indices", "expected"), INDEX_CASES[:6])
-def test_env_method_indices(backend, make_venv, indices, expected):
+def test_env_method_indices(three_counters, indices, expected):
     """env_method passes positional and keyword args and answers in the requested order."""
-    venv = make_venv(backend, counter_fns(3))
+    venv = three_counters
     assert venv.env_method("add", 3, b=4, indices=indices) == [100 * i + 34 for i in expected]
     assert venv.env_method("add", 2, indices=indices) == [100 * i + 20 for i in expected]
 
@@ -498,9 +525,9 @@ def test_set_attr_value_is_used_by_env(backend, make_venv):
 
 
 @pytest.mark.parametrize("indices", [3, -4, [0, 3]])
-def test_indices_out_of_range(backend, make_venv, indices):
+def test_indices_out_of_range(three_counters, indices):
     """An index outside [-num_envs, num_envs) raises IndexError; the venv keeps answering."""
-    venv = make_venv(backend, counter_fns(3))
+    venv = three_counters
     with pytest.raises(IndexError):
         venv.get_attr("offset", indices=indices)
     with pytest.raises(IndexError):
