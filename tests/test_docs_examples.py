@@ -240,7 +240,17 @@ def _params() -> Iterator[Any]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _clean_up_pages() -> Iterator[None]:
+    """After the pages: close the vector envs their examples left open (a page's namespace can outlive its run:
+    a function a block defined and registered somewhere, e.g. as an env's entry point, holds it), then forget
+    the namespaces and the working directories."""
     yield
+    from vecenv.base import VecEnv
+
+    for run in _RUNS.values():
+        for value in list(run.namespace.values()):
+            if isinstance(value, VecEnv):
+                with contextlib.suppress(Exception):  # (an example may have closed it, or broken it on purpose)
+                    value.close()
     _RUNS.clear()
     _TMP.cleanup()
 
