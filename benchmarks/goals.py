@@ -223,7 +223,7 @@ def goal_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
         if "capacity" in record["rates"]:
             capacity = np.array(record["rates"]["capacity"])
             rates += f"; capacity {float(np.median(capacity)):.2f}x"
-            if record["case"] != "cpu-16" and record["case"] != "cpu-128":
+            if case.workload != "cpu":  # (the CPU cases' capacity is the burn loop's, their goal's own)
                 share = np.array(record["rates"]["vecenv"]) / np.array(record["rates"]["plain"]) / capacity
                 rates += f" (the env's own; vecenv at {float(np.median(share)):.2f} of it)"
         rows.append(

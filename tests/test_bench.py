@@ -720,25 +720,31 @@ def test_capacity_and_rates_are_defined_for_a_process_that_runs_after_its_window
     assert steps[0] != -1 and len(stepped) > 4 and steps.count(-1) == len(stepped) // 2
 
 
-def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.CaptureFixture[str]) -> None:
-    """benchmarks/goals.py, tiny: one row per goal in the order asked; each measured ratio is the median of the
-    rounds' ratios, met exactly when it reaches the goal; a case whose package is missing says so."""
+def _load_goals_script(name: str) -> Any:
+    """benchmarks/goals.py as module ``name``, registered in ``sys.modules`` (the caller removes it)."""
     bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
     sys.path.insert(0, bench_dir)  # the script imports its siblings scaling.py and paired.py
     try:
-        spec = importlib.util.spec_from_file_location("goals_under_test", os.path.join(bench_dir, "goals.py"))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(bench_dir, "goals.py"))
         assert spec is not None and spec.loader is not None
         goals = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = goals
         spec.loader.exec_module(goals)
     finally:
         sys.path.remove(bench_dir)
+    return goals
+
+
+def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/goals.py, tiny: one row per goal in the order asked; each measured ratio is the median of the
+    rounds' ratios, met exactly when it reaches the goal; a case whose package is missing says so."""
+    goals = _load_goals_script("goals_under_test")
     cases = ["cartpole-64", "cpu-16", "pong-8", "dummy-16"]
     argv = ["--cases", ",".join(cases), "--rounds", "2", "--seconds", "0.02", "--capacity-procs", "2"]
     try:
         result = goals.main(argv)
     finally:
-        del sys.modules[spec.name]
+        del sys.modules[goals.__name__]
     printed = capsys.readouterr().out
     assert result["text"] in printed
     lines = [line for line in printed.splitlines() if line.startswith("|")]
@@ -772,16 +778,7 @@ def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.Cap
 
 def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--cases sixteen`` stands for the 16-core goals, in their order; the default runs the 2-core ones only."""
-    bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
-    sys.path.insert(0, bench_dir)
-    try:
-        spec = importlib.util.spec_from_file_location("goals_sixteen", os.path.join(bench_dir, "goals.py"))
-        assert spec is not None and spec.loader is not None
-        goals = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = goals
-        spec.loader.exec_module(goals)
-    finally:
-        sys.path.remove(bench_dir)
+    goals = _load_goals_script("goals_sixteen")
     ran: list[str] = []
 
     def skipped(name: str, case: Any, args: Any, iterations: int) -> dict[str, Any]:
@@ -798,4 +795,4 @@ def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyP
         goals.main([])
         assert ran == list(goals.DEFAULT_CASES) and "cartpole-1024" not in ran
     finally:
-        del sys.modules[spec.name]
+        del sys.modules[goals.__name__]
