@@ -23,8 +23,9 @@ contender for ``--seconds`` in turn, the order rotated each round, so that noise
 alike. ``agent-steps/s`` (rows stepped per second: vector steps x rows) is the median over rounds, and
 ``x supersuit-2cpu`` the median of the per-round ratios to that contender (``--baseline`` names another), with
 their quartiles (the spread of the pairing: what the machine's noise does to the ratio). For vecenv's worker layouts,
-``caller us/step`` is the calling process's send + wait + collect per vector step (``step_stats()`` of the vector
-env of the env copies, over the timed chunks) and ``busy`` its send + collect part.
+``caller us/step`` is the calling process's time per vector step (the whole ``step`` of the rows, over the timed
+chunks) and ``busy`` that time less the wait for the workers (``step_stats()`` of the vector env of the env
+copies): its own work of sending, collecting and building the rows.
 
     python benchmarks/pettingzoo_bench.py                                 # 16 envs, 10 rounds of 0.5 s
     python benchmarks/pettingzoo_bench.py --num-envs 8 --rounds 5 --output pz.md --json pz.json
@@ -137,7 +138,7 @@ def build(name: str, n: int, env_kwargs: dict[str, Any], cores: int, base_class:
     agents.reset()
     stats = agents.venv if vec_env_cls is SubprocVecEnv else None
     rows = agents.num_envs
-    return Contender(name, rows, agents.step, batches_for(agents.action_space, rows), agents.close, stats)
+    return Contender(name, rows, agents.step, batches_for(agents.action_space, rows), agents.close, stats, outer=True)
 
 
 def run(args: argparse.Namespace, cores: int, base_class: str) -> list[dict[str, Any]]:

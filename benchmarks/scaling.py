@@ -168,9 +168,14 @@ class Contender:
         batches: Sequence[Any],
         close: Callable[[], None],
         venv: Any = None,
+        outer: bool = False,
     ) -> None:
         self.name, self.num_envs, self._step, self.batches, self.close = name, num_envs, step, batches, close
         self.venv = venv
+        #: ``venv`` is the vector env inside ``step`` (e.g. of PettingZoo's env copies, under their rows): the
+        #: calling process's time per step is then the whole ``step`` (the outer layer's work included), and busy
+        #: that time less ``venv``'s wait
+        self.outer = outer
         self.count = 0
         self.rates: list[float] = []
         self.caller = [0.0, 0.0, 0]  # send+wait+collect seconds, send+collect seconds, vector steps
@@ -183,11 +188,17 @@ class Contender:
     def chunk(self, seconds: float) -> None:
         """Time one chunk; add the calling process's accounts over it (vecenv)."""
         before = self.venv.step_stats() if self.venv is not None else None
+        started = time.perf_counter()
         self.rates.append(rate(self.one, self.num_envs, seconds))
         if before is not None:
+            elapsed = time.perf_counter() - started
             after = self.venv.step_stats()
-            busy = (after.send_seconds - before.send_seconds) + (after.collect_seconds - before.collect_seconds)
-            self.caller[0] += busy + after.wait_seconds - before.wait_seconds
+            wait = after.wait_seconds - before.wait_seconds
+            if self.outer:
+                busy = elapsed - wait
+            else:
+                busy = (after.send_seconds - before.send_seconds) + (after.collect_seconds - before.collect_seconds)
+            self.caller[0] += busy + wait
             self.caller[1] += busy
             self.caller[2] += after.steps - before.steps
 

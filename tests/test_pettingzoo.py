@@ -166,6 +166,29 @@ def test_agents_that_leave_and_join_give_the_rows_written_out_by_hand(backend_na
         venv.close()
 
 
+def test_each_rows_info_is_its_own_dict_at_every_step():
+    """Rows' infos are built from shared prebuilt dicts: a caller that changes one row's info changes no other
+    row's, and no later step's. Expected infos written out by hand (simple_spread's agents have empty infos)."""
+    venv = make_vec_env(_simple_spread, 2, seed=0)
+    try:
+        venv.reset()
+        actions = np.zeros(venv.num_envs, dtype=np.int64)
+        _, _, _, first = venv.step(actions)
+        assert len({id(info) for info in first}) == venv.num_envs
+        for info in first:
+            info["active"] = "changed by the caller"
+            info["mine"] = 1
+        _, _, _, second = venv.step(actions)
+        agents = venv.possible_agents
+        assert second == [
+            {"env_index": row // 3, "agent_id": agents[row % 3], "active": True, "TimeLimit.truncated": False}
+            for row in range(venv.num_envs)
+        ]
+        assert all(info["mine"] == 1 for info in first)
+    finally:
+        venv.close()
+
+
 def test_actions_of_absent_agents_are_ignored():
     """ScriptedAgentsEnv raises if it receives an action for an agent not in ``agents``: row c's action (any valid
     value) at step 1 and row b's after it left never reach the env."""

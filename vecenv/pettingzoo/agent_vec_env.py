@@ -110,6 +110,14 @@ class AgentVecEnv(VecEnv):
         self._row_keys = [
             {"env_index": row // self.num_agents, "agent_id": agent} for row, agent in enumerate(self.row_agents)
         ]
+        # the step infos of rows whose agent has no info of its own, prebuilt: row k's info with ``"active"`` a
+        # and ``"TimeLimit.truncated"`` t is ``_row_templates[4 * k + 2 * a + t]`` (a step copies it)
+        self._row_templates = [
+            {**keys, "active": bool(code & 2), "TimeLimit.truncated": bool(code & 1)}
+            for keys in self._row_keys
+            for code in range(4)
+        ]
+        self._all_template_bases = np.arange(num_envs, dtype=np.intp) * 4
         self._check_actions = make_actions_checker(action_space)
         self.autoreset_mode = AutoresetMode.SAME_STEP
         #: bool ``(num_envs,)``: the rows whose agent acted in the last step (``infos[k]["active"]``)
@@ -172,30 +180,30 @@ class AgentVecEnv(VecEnv):
         row_terminated = _rows_of(terminated).astype(bool)
         row_truncated = _rows_of(truncated).astype(bool)
         row_active = _rows_of(acted).astype(bool)
-        row_acted = row_active.tolist()
         dones = row_terminated | row_truncated
         if finished.size:
             dones.reshape(len(env_infos), agents)[finished] = True
-        time_limit = (row_truncated & ~row_terminated).tolist()
-        # hot path (one dict per row and step): the row's own keys copied from a prebuilt dict, the agent's info
-        # merged in front only when it has one (the rows' key order is the agent's keys, then ours)
-        infos: list[dict[str, Any]] = []
-        add, row_keys, k = infos.append, self._row_keys, 0
-        for e, env_info in enumerate(env_infos):
-            first_row = int(env_ids[e]) * agents
-            extra = None  # (most steps' env infos hold "TimeLimit.truncated" alone)
-            if len(env_info) > 1:
-                extra = {k: value for k, value in env_info.items() if isinstance(k, str) and k[:7] == "vecenv."}
-            for j in range(agents):
-                agent_info = env_info.get(j)
-                keys = row_keys[first_row + j]
-                info = {**agent_info, **keys} if agent_info else keys.copy()
-                info["active"] = row_acted[k]
-                info["TimeLimit.truncated"] = time_limit[k]
+        # hot path (one dict per row and step): each row's info is a copy of its prebuilt template for its
+        # "active" and "TimeLimit.truncated" (truncated and not terminated, as SB3); only the envs whose info holds
+        # more than "TimeLimit.truncated" (an agent's own info, "vecenv." keys, agent terminal observations) are
+        # gone through row by row
+        codes = row_active.view(np.uint8) * 2
+        codes += row_truncated & ~row_terminated
+        if len(env_ids) == self.n_envs and env_ids is self._env_ids:
+            bases = self._all_template_bases
+        else:
+            bases = ((env_ids[:, None] * agents + np.arange(agents)) * 4).reshape(-1)
+        templates = self._row_templates
+        infos: list[dict[str, Any]] = list(map(dict.copy, map(templates.__getitem__, (bases + codes).tolist())))
+        for e in [e for e, size in enumerate(map(len, env_infos)) if size > 1]:
+            env_info = env_infos[e]
+            extra = {k: value for k, value in env_info.items() if isinstance(k, str) and k[:7] == "vecenv."}
+            for k in range(e * agents, (e + 1) * agents):
+                agent_info = env_info.get(k - e * agents)
+                if agent_info:  # the agent's keys first, then the row's (as the template's order)
+                    infos[k] = {**agent_info, **infos[k]}
                 if extra:
-                    _add_env_keys(info, extra)
-                add(info)
-                k += 1
+                    _add_env_keys(infos[k], extra)
         for k in np.flatnonzero(dones).tolist():
             e, j = divmod(k, agents)
             if e in finals:
