@@ -9,8 +9,10 @@ same seeded actions. For each case, ``--rounds`` rounds run the same measured ch
 from a warm-up) in every process, the order reversed every other round; the statistic of a round is the
 candidate's rate over the baseline's (``subproc-*``: SubprocVecEnv, default ``n_workers``) or the
 candidate's overhead minus the baseline's (``dummy-*``: DummyVecEnv's time minus a plain loop's over the
-same number of env copies, in the same process and round, in microseconds per env-step). The table gives
-the median and quartiles over rounds.
+same number of env copies, in the same process and round, in microseconds per env-step; ``collect-*``: the
+calling process's ``step_wait`` of a SubprocVecEnv step timed alone, after a sleep long enough for every worker
+to reply, in microseconds per env-step: its collection when the last reply is in, which on many cores is
+what a step adds after its slowest worker). The table gives the median and quartiles over rounds.
 
 The same protocol run with the candidate against a second process of itself (A/A) measures the noise:
 by default both run, in the same rounds (baseline, candidate, candidate' and back), and the table puts
@@ -23,6 +25,7 @@ them side by side, so one run answers whether the change is outside the A/A nois
     python benchmarks/revision_ab.py --rounds 2 --seconds 0.2 --warmup 0.1   # smoke test
     python benchmarks/revision_ab.py --subproc-kwargs '{"n_workers": 1}' --candidate-kwargs '{"wait_mode": "block"}'
     python benchmarks/revision_ab.py --cases subproc-cartpole-64 --trainer-us 500   # a trainer's work between steps
+    python benchmarks/revision_ab.py --cases collect-pong-64 --subproc-kwargs '{"n_workers": 16}'   # 16 replies
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ BASELINE, CANDIDATE, CANDIDATE2 = "baseline", "candidate", "candidate'"
 
 @dataclass(frozen=True)
 class Case:
-    """``kind`` ``dummy`` (DummyVecEnv overhead over a plain loop) or ``subproc`` (SubprocVecEnv rate)."""
+    """``kind`` ``dummy`` (DummyVecEnv overhead over a plain loop), ``subproc`` (SubprocVecEnv rate) or
+    ``collect`` (SubprocVecEnv's ``step_wait`` alone, once every worker has replied)."""
 
     kind: str
     workload: str
@@ -79,6 +83,10 @@ CASES = {
     "subproc-cpu-128": Case("subproc", "cpu", 128),
     "subproc-pong-8": Case("subproc", "pong", 8),
     "subproc-pong-64": Case("subproc", "pong", 64),
+    # the calling process's collection of a step whose replies are all in (the last worker's reply on many cores)
+    "collect-cartpole-1024": Case("collect", "cartpole", 1024),
+    "collect-image-128": Case("collect", "image", 128),
+    "collect-pong-64": Case("collect", "pong", 64),
 }
 #: ALE Pong (210x160x3 uint8 observations; needs ale-py): ``gymnasium.make`` imports ale_py first, in workers too
 PONG_ID = "ale_py:ALE/Pong-v5"
@@ -141,6 +149,8 @@ class Contender:
             self.venv = DummyVecEnv([factory] * n)
         else:
             self.venv = SubprocVecEnv([factory] * n, **request.get("subproc_kwargs", {}))
+        #: ``collect``: seconds to let the workers reply before ``step_wait`` is timed (set by :meth:`warmup`)
+        self.settle = 0.0
         self.venv.seed(0)
         self.venv.reset()
 
@@ -167,19 +177,39 @@ class Contender:
                     pass
         return clock() - begin
 
+    def collect(self, start: int, stop: int) -> float:
+        """Seconds of ``step_wait`` alone over action batches ``start..stop-1`` (cycled): each ``step_async`` is
+        followed by a sleep of :attr:`settle` (every worker's reply is in by then), then ``step_wait`` is timed."""
+        step_async, step_wait, pool, clock = self.venv.step_async, self.venv.step_wait, self.batches, time.perf_counter
+        total = 0.0
+        for i in range(start, stop):
+            step_async(pool[i % ACTION_POOL])
+            time.sleep(self.settle)
+            begin = clock()
+            step_wait()
+            total += clock() - begin
+        return total
+
     def warmup(self, seconds: float) -> float:
-        """Step for about ``seconds``; the chunks (plain + vec for ``dummy``) per second."""
+        """Step for about ``seconds``; the chunks (plain + vec for ``dummy``) per second. ``collect``: then sets
+        :attr:`settle` to 3 steps' time plus 1 ms, and returns how many timed collections fit in a second."""
         done, begin = 0, time.perf_counter()
         while time.perf_counter() - begin < seconds:
             if self.kind == "dummy":
                 self.plain(done, done + 10)
             self.vec(done, done + 10)
             done += 10
-        return done / (time.perf_counter() - begin)
+        per_second = done / (time.perf_counter() - begin)
+        if self.kind == "collect":
+            self.settle = 3.0 / per_second + 0.001
+            return 1.0 / (self.settle + 1.0 / per_second)
+        return per_second
 
     def measure(self, steps: int) -> dict[str, float]:
         """One round's chunk of ``steps`` vector steps: ``dummy`` as plain, vec, vec, plain halves (ABBA)."""
         gc.collect()
+        if self.kind == "collect":
+            return {"vec": self.collect(0, steps)}
         if self.kind != "dummy":
             return {"vec": self.vec(0, steps)}
         half = steps // 2
@@ -365,8 +395,13 @@ def run_case(
     # on an error the children are stopped (main's finally), and a stopping child closes its envs
     for label, child in children.items():
         kwargs = args.subproc_kwargs | (args.candidate_kwargs if label != BASELINE else {})
-        subproc = case.kind == "subproc"
-        child.request("setup", **setup, subproc_kwargs=kwargs if subproc else {}, trainer_us=args.trainer_us * subproc)
+        subproc = case.kind in ("subproc", "collect")
+        child.request(
+            "setup",
+            **setup,
+            subproc_kwargs=kwargs if subproc else {},
+            trainer_us=args.trainer_us * (case.kind == "subproc"),
+        )
     warm = [child.request("warmup", seconds=args.warmup)["rate"] for child in children.values()]
     steps = max(2, round(args.seconds * float(np.mean(warm))))
     values: dict[str, list[float]] = {label: [] for label in children}
@@ -379,6 +414,8 @@ def run_case(
             if case.kind == "dummy":
                 values[label].append((reply["vec"] - reply["plain"]) / env_steps * 1e6)
                 plain.append(reply["plain"] / env_steps * 1e6)
+            elif case.kind == "collect":
+                values[label].append(reply["vec"] / env_steps * 1e6)
             else:
                 values[label].append(env_steps / reply["vec"])
         progress.update()
@@ -429,7 +466,11 @@ def table_row(name: str, case: Case, result: dict[str, Any]) -> dict[str, str]:
     (ab_median, ab_range), (aa_median, aa_range) = cells(ab), cells(aa)
     return {
         "case": name,
-        "statistic": "env-steps/s, cand / base" if ratio else "overhead us/env-step, cand - base",
+        "statistic": "env-steps/s, cand / base"
+        if ratio
+        else "collect us/env-step, cand - base"
+        if case.kind == "collect"
+        else "overhead us/env-step, cand - base",
         "plain us/env-step": f"{np.median(result['plain']):.3f}" if result["plain"] else "",
         "baseline": value(BASELINE),
         "candidate": value(CANDIDATE),
@@ -569,9 +610,10 @@ def main() -> None:
         "",
         render(frame),
         "",
-        "baseline / candidate: median over rounds of each process's env-steps/s (subproc) or DummyVecEnv overhead "
-        "in us/env-step over a plain loop in the same process and round (dummy). A/B: per round, candidate / "
-        "baseline (subproc) or candidate - baseline (dummy); A/A: the same with a second candidate process "
+        "baseline / candidate: median over rounds of each process's env-steps/s (subproc), DummyVecEnv overhead "
+        "in us/env-step over a plain loop in the same process and round (dummy), or step_wait's time in "
+        "us/env-step once every worker has replied (collect). A/B: per round, candidate / baseline (subproc) or "
+        "candidate - baseline (dummy, collect); A/A: the same with a second candidate process "
         "against the first, in the same rounds. Median and quartiles over rounds. verdict: A/B's p25..p75 "
         "entirely above or below A/A's, else within A/A noise.",
         *notes,

@@ -720,12 +720,13 @@ def test_capacity_and_rates_are_defined_for_a_process_that_runs_after_its_window
     assert steps[0] != -1 and len(stepped) > 4 and steps.count(-1) == len(stepped) // 2
 
 
-def _load_goals_script(name: str) -> Any:
-    """benchmarks/goals.py as module ``name``, registered in ``sys.modules`` (the caller removes it)."""
+def _load_goals_script(name: str, script: str = "goals.py") -> Any:
+    """benchmarks/goals.py (or another ``script`` there) as module ``name``, registered in ``sys.modules`` (the
+    caller removes it)."""
     bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
     sys.path.insert(0, bench_dir)  # the script imports its siblings scaling.py and paired.py
     try:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(bench_dir, "goals.py"))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(bench_dir, script))
         assert spec is not None and spec.loader is not None
         goals = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = goals
@@ -796,3 +797,36 @@ def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyP
         assert ran == list(goals.DEFAULT_CASES) and "cartpole-1024" not in ran
     finally:
         del sys.modules[goals.__name__]
+
+
+def test_revision_ab_collect_times_step_wait_alone_after_a_settle_per_step(monkeypatch):
+    """A ``collect-*`` case of benchmarks/revision_ab.py: after the warm-up, each measured step is ``step_async``,
+    a sleep of ``settle`` (3 steps' time plus 1 ms), then ``step_wait`` (the only part timed); every step is
+    a real step of the vector env."""
+    revision_ab = _load_goals_script("revision_ab_under_test", "revision_ab.py")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    actions = [[k % 2, (k + 1) % 2, 0, 1] for k in range(revision_ab.ACTION_POOL)]
+    request = {"kind": "collect", "workload": "cartpole", "num_envs": 4, "cpu_iterations": None}
+    request |= {"actions": actions, "dtype": "int64", "subproc_kwargs": {"n_workers": 2}}
+    # (the checking wrapper lives in the script, which the worker processes cannot import under this name)
+    monkeypatch.setattr(revision_ab, "CheckedFactory", lambda tree, inner: inner)
+    contender = None
+    try:
+        contender = revision_ab.Contender(repo, request)
+        assert contender.settle == 0.0
+        per_second = contender.warmup(0.05)
+        settle = contender.settle
+        assert settle > 0.001
+        assert 0 < per_second < 1 / settle
+        before = contender.venv.step_stats().steps
+        slept: list[float] = []
+        real_sleep = time.sleep
+        monkeypatch.setattr(revision_ab.time, "sleep", lambda seconds: (slept.append(seconds), real_sleep(seconds)))
+        timed = contender.measure(5)["vec"]
+        assert slept == [settle] * 5
+        assert contender.venv.step_stats().steps - before == 5
+        assert timed > 0
+    finally:
+        if contender is not None:
+            contender.close()
+        del sys.modules[revision_ab.__name__]
