@@ -110,14 +110,9 @@ class AgentVecEnv(VecEnv):
         self._row_keys = [
             {"env_index": row // self.num_agents, "agent_id": agent} for row, agent in enumerate(self.row_agents)
         ]
-        # the step infos of rows whose agent has no info of its own, prebuilt: row k's info with ``"active"`` a
-        # and ``"TimeLimit.truncated"`` t is ``_row_templates[4 * k + 2 * a + t]`` (a step copies it)
-        self._row_templates = [
-            {**keys, "active": bool(code & 2), "TimeLimit.truncated": bool(code & 1)}
-            for keys in self._row_keys
-            for code in range(4)
-        ]
-        self._all_template_bases = np.arange(num_envs, dtype=np.intp) * 4
+        # each row's step info in the common case, prebuilt: the agent acted and was not truncated by a time limit
+        # (a step copies it, then sets "active" and "TimeLimit.truncated" in the rows where they differ)
+        self._row_templates = [{**keys, "active": True, "TimeLimit.truncated": False} for keys in self._row_keys]
         self._check_actions = make_actions_checker(action_space)
         self.autoreset_mode = AutoresetMode.SAME_STEP
         #: bool ``(num_envs,)``: the rows whose agent acted in the last step (``infos[k]["active"]``)
@@ -183,18 +178,21 @@ class AgentVecEnv(VecEnv):
         dones = row_terminated | row_truncated
         if finished.size:
             dones.reshape(len(env_infos), agents)[finished] = True
-        # hot path (one dict per row and step): each row's info is a copy of its prebuilt template for its
-        # "active" and "TimeLimit.truncated" (truncated and not terminated, as SB3); only the envs whose info holds
-        # more than "TimeLimit.truncated" (an agent's own info, "vecenv." keys, agent terminal observations) are
-        # gone through row by row
-        codes = row_active.view(np.uint8) * 2
-        codes += row_truncated & ~row_terminated
-        if len(env_ids) == self.n_envs and env_ids is self._env_ids:
-            bases = self._all_template_bases
-        else:
-            bases = ((env_ids[:, None] * agents + np.arange(agents)) * 4).reshape(-1)
+        # hot path (one dict per row and step): each row's info is a copy of its prebuilt template; "active" and
+        # "TimeLimit.truncated" (truncated and not terminated, as SB3) are set only in the rows where they differ
+        # from it; only the envs whose info holds more than "TimeLimit.truncated" (an agent's own info, "vecenv."
+        # keys, agent terminal observations) are gone through row by row
+        time_limit = row_truncated & ~row_terminated
         templates = self._row_templates
-        infos: list[dict[str, Any]] = list(map(dict.copy, map(templates.__getitem__, (bases + codes).tolist())))
+        if len(env_ids) == self.n_envs and env_ids is self._env_ids:
+            infos: list[dict[str, Any]] = list(map(dict.copy, templates))
+        else:
+            rows = (env_ids[:, None] * agents + np.arange(agents)).reshape(-1).tolist()
+            infos = list(map(dict.copy, map(templates.__getitem__, rows)))
+        for k in np.flatnonzero(time_limit | ~row_active).tolist():
+            info = infos[k]
+            info["active"] = bool(row_active[k])
+            info["TimeLimit.truncated"] = bool(time_limit[k])
         for e in [e for e, size in enumerate(map(len, env_infos)) if size > 1]:
             env_info = env_infos[e]
             extra = {k: value for k, value in env_info.items() if isinstance(k, str) and k[:7] == "vecenv."}
