@@ -193,7 +193,8 @@ class AgentVecEnv(VecEnv):
             info = infos[k]
             info["active"] = bool(row_active[k])
             info["TimeLimit.truncated"] = bool(time_limit[k])
-        for e in [e for e, size in enumerate(map(len, env_infos)) if size > 1]:
+        plain_key = "TimeLimit.truncated"  # (an env's info that holds this key alone adds nothing to its rows)
+        for e in [e for e, info in enumerate(env_infos) if len(info) > 1 or (info and plain_key not in info)]:
             env_info = env_infos[e]
             extra = {k: value for k, value in env_info.items() if isinstance(k, str) and k[:7] == "vecenv."}
             for k in range(e * agents, (e + 1) * agents):
