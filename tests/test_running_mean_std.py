@@ -130,3 +130,25 @@ def test_copy_is_independent():
     clone.update(np.array([[100.0, 100.0]]))
     assert clone.mean[0] != rms.mean[0]
     assert rms.count == pytest.approx(2 + EPS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    hnp.arrays(
+        st.sampled_from([np.float32, np.float64, np.int64, np.uint8, np.bool_, np.float16]),
+        hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9),
+        elements={"allow_nan": True, "allow_infinity": True},
+    )
+)
+def test_update_adds_numpys_own_batch_mean_and_var_bit_for_bit(batch: np.ndarray):
+    """A batch's moments (computed without numpy's generic mean / var for float batches) are numpy's
+    ``np.mean(batch, axis=0)`` and ``np.var(batch, axis=0)`` exactly, NaN and infinities included: the statistics
+    after ``update`` equal those of ``update_from_moments`` given numpy's moments."""
+    updated, expected = RunningMeanStd(shape=batch.shape[1:]), RunningMeanStd(shape=batch.shape[1:])
+    with np.errstate(all="ignore"):
+        updated.update(batch)
+        expected.update_from_moments(np.mean(batch, axis=0), np.var(batch, axis=0), batch.shape[0])
+    for got, want in ((updated.mean, expected.mean), (updated.var, expected.var)):
+        assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want, equal_nan=True)
+    assert updated.count == expected.count

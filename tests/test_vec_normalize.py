@@ -936,3 +936,23 @@ def test_same_outputs_as_sb3():
                 np.testing.assert_array_equal(info_a["terminal_observation"], info_b["terminal_observation"])
     np.testing.assert_array_equal(ours.obs_rms.var, theirs.obs_rms.var)
     np.testing.assert_array_equal(ours.ret_rms.var, theirs.ret_rms.var)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bound", [10.0, 0.5, np.float32(5.0), np.inf])
+def test_the_clip_of_normalized_values_is_numpys_clip_bit_for_bit(dtype, bound):
+    """What ``normalize_obs`` / ``normalize_reward`` clip with gives ``np.clip(values, -bound, bound)`` exactly: the
+    dtype, NaN (kept), infinities and signed zeros included; a scalar goes through ``np.clip`` itself."""
+    from vecenv.wrappers.vec_normalize import _clip
+
+    rng = np.random.default_rng(3)
+    values = np.concatenate(
+        [rng.standard_normal(200) * 20, [np.nan, np.inf, -np.inf, -0.0, 0.0, 10.0, -10.0, 0.5, -0.5, 5.0]]
+    ).astype(dtype)
+    expected = np.clip(values, -bound, bound)
+    got = _clip(values.copy(), bound)
+    assert got.dtype == expected.dtype
+    assert np.array_equal(got, expected, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(expected))
+    scalar = dtype(-30.0)
+    assert _clip(scalar, bound) == np.clip(scalar, -bound, bound)

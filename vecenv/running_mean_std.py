@@ -65,10 +65,11 @@ class RunningMeanStd:
         :param arr: array of shape ``(batch_size, *shape)``; the first axis indexes samples.
         """
         arr = np.asarray(arr)
-        batch_mean = np.mean(arr, axis=0)
-        batch_var = np.var(arr, axis=0)
-        batch_count = arr.shape[0]
-        self.update_from_moments(batch_mean, batch_var, batch_count)
+        if arr.dtype.kind == "f" and arr.ndim and arr.shape[0] and arr.dtype.itemsize >= 4:
+            batch_mean, batch_var = _float_moments(arr)
+        else:  # (integers and bools accumulate in float64, float16 in float32, an empty batch warns: numpy's own)
+            batch_mean, batch_var = np.mean(arr, axis=0), np.var(arr, axis=0)
+        self.update_from_moments(batch_mean, batch_var, arr.shape[0])
 
     def update_from_moments(self, batch_mean: Any, batch_var: Any, batch_count: float) -> None:
         """Add a batch given only its moments.
@@ -88,3 +89,28 @@ class RunningMeanStd:
         self.mean = new_mean
         self.var = m_2 / tot_count
         self.count = batch_count + self.count
+
+
+_add_reduce = np.add.reduce
+
+
+def _float_moments(arr: np.ndarray) -> tuple[Any, Any]:
+    """``(np.mean(arr, axis=0), np.var(arr, axis=0))`` of a non-empty float32 / float64 batch, bit for bit: the
+    ufunc calls numpy's ``_mean`` and ``_var`` make for such an array, without their generic checks (which cost more
+    than the arithmetic on a step's batch: VecNormalize updates two statistics per step)."""
+    count = np.intp(arr.shape[0])
+    total = _add_reduce(arr, axis=0)
+    if isinstance(total, np.ndarray):
+        mean = np.true_divide(total, count, out=total, casting="unsafe")
+    else:  # a batch of scalars: numpy returns a scalar of the array's type
+        mean = total.dtype.type(total / count)
+    centred = _add_reduce(arr, axis=0, keepdims=True)
+    centred = np.true_divide(centred, count, out=centred, casting="unsafe")
+    deviations = np.subtract(arr, centred)
+    np.square(deviations, out=deviations)
+    spread = _add_reduce(deviations, axis=0)
+    if isinstance(spread, np.ndarray):
+        var = np.true_divide(spread, count, out=spread, casting="unsafe")
+    else:
+        var = spread.dtype.type(spread / count)
+    return mean, var

@@ -79,6 +79,15 @@ def _warn_if_normalized(venv: VecEnv) -> None:
         )
 
 
+
+def _clip(values: Any, bound: float) -> Any:
+    """``np.clip(values, -bound, bound)``, bit for bit (NaN stays NaN); in place for a float array, which the callers
+    pass fresh (two ufunc calls cost less than ``np.clip``'s dispatch on a step's batch)."""
+    if type(values) is np.ndarray and values.dtype.kind == "f":
+        np.maximum(values, -bound, out=values)
+        return np.minimum(values, bound, out=values)
+    return np.clip(values, -bound, bound)
+
 class VecNormalize(VecEnvWrapper):
     """Normalize observations and/or rewards with running statistics (SB3 semantics).
 
@@ -306,7 +315,7 @@ class VecNormalize(VecEnvWrapper):
 
     def _normalize_obs(self, obs: np.ndarray, obs_rms: RunningMeanStd) -> np.ndarray:
         """``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)`` (float64 for float32 input)."""
-        return np.clip((obs - obs_rms.mean) / np.sqrt(obs_rms.var + self.epsilon), -self.clip_obs, self.clip_obs)
+        return _clip((obs - obs_rms.mean) / np.sqrt(obs_rms.var + self.epsilon), self.clip_obs)
 
     def _unnormalize_obs(self, obs: np.ndarray, obs_rms: RunningMeanStd) -> np.ndarray:
         """``obs * sqrt(var + epsilon) + mean``."""
@@ -317,6 +326,9 @@ class VecNormalize(VecEnvWrapper):
     ) -> VecEnvObs:
         """A deep copy of ``obs`` whose normalized arrays (all, or the ``norm_obs_keys`` of a dict) are replaced by
         ``transform(array, its statistics)``; with ``norm_obs=False`` just the copy."""
+        if self.norm_obs and not isinstance(obs, dict):  # (the copy would be replaced at once)
+            assert isinstance(self.obs_rms, RunningMeanStd)
+            return transform(obs, self.obs_rms)  # type: ignore[arg-type]
         obs_ = copy.deepcopy(obs)
         if self.norm_obs:
             obs_rms = self.obs_rms
@@ -346,7 +358,7 @@ class VecNormalize(VecEnvWrapper):
             ``norm_reward=False`` just ``reward`` as float32 (always float32, as SB3).
         """
         if self.norm_reward:
-            reward = np.clip(reward / np.sqrt(self.ret_rms.var + self.epsilon), -self.clip_reward, self.clip_reward)
+            reward = _clip(reward / np.sqrt(self.ret_rms.var + self.epsilon), self.clip_reward)
         return np.asarray(reward).astype(np.float32)
 
     def unnormalize_obs(self, obs: VecEnvObs) -> VecEnvObs:
