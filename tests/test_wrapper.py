@@ -199,3 +199,23 @@ def test_getattr_ambiguous_attribute(make_venv):
         _ = WrapperA(WrapperBB(base)).var_bb
     # but reading it on the level that defines it is fine
     assert WrapperBB(base).var_bb == "bb"
+
+
+@pytest.mark.parametrize(
+    ("dones", "expected"),
+    [
+        (np.zeros(8, dtype=bool), []),
+        (np.array([False, True, False, True]), [1, 3]),
+        (np.array([True]), [0]),
+        (np.zeros(0, dtype=bool), []),
+        (np.array([0, 2, 0, 1]), [1, 3]),  # not bools: any non-zero counts, as np.flatnonzero
+        ([False, True, True], [1, 2]),
+        (np.ones((4,), dtype=bool)[::2], [0, 1]),  # a strided view
+    ],
+)
+def test_done_indices_are_the_true_flags_as_ints(dones, expected):
+    from vecenv.base import done_indices
+
+    got = done_indices(dones)
+    assert got == expected == np.flatnonzero(dones).tolist()
+    assert all(type(i) is int for i in got)

@@ -69,6 +69,17 @@ def is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+def done_indices(dones: Any) -> list[int]:
+    """The positions of the true flags of ``dones`` (a step's dones: a bool array, or any sequence), as ints.
+
+    Most steps have none: a bool array without a true flag is recognized from its bytes, about 10 times cheaper
+    than ``np.flatnonzero`` on a step's few flags (the wrappers call this at every step)."""
+    if type(dones) is np.ndarray and dones.dtype == np.bool_ and not dones.tobytes().strip(b"\x00"):
+        return []
+    indices: list[int] = np.flatnonzero(dones).tolist()
+    return indices
+
+
 def check_open(venv: Any, what: str) -> None:
     """Raise :class:`~vecenv.ClosedVecEnvError` for a call to ``what()`` if ``venv.closed``."""
     if venv.closed:

@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar, cast
 import numpy as np
 from gymnasium import spaces
 
+from vecenv.base import done_indices
 from vecenv.spaces import is_image_space, is_image_space_channels_first
 
 __all__ = ["StackedObservations"]
@@ -211,9 +212,9 @@ class StackedObservations(Generic[TObs]):
         """
         terminals: dict[int, Any] = {}
         missing = False
-        for env_idx in np.flatnonzero(dones):
+        for env_idx in done_indices(dones):
             if "terminal_observation" in infos[env_idx]:
-                terminals[int(env_idx)] = infos[env_idx]["terminal_observation"]
+                terminals[env_idx] = infos[env_idx]["terminal_observation"]
             elif not infos[env_idx].get("vecenv.restarted", False):  # a restart loses the last observation
                 missing = True
         if missing:
@@ -274,7 +275,7 @@ class StackedObservations(Generic[TObs]):
         else:  # (the attribute replaced by a caller's array)
             buffer[self._all_but_newest] = buffer[self._all_but_oldest]
         stacked_terminals: dict[int, np.ndarray] = {}
-        for env_idx in map(int, np.flatnonzero(dones)):
+        for env_idx in done_indices(dones):
             if env_idx in terminals:
                 terminal_stack = buffer[env_idx].copy()
                 terminal_stack[self._newest_one_env] = terminals[env_idx]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
+from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn, done_indices
 from vecenv.monitor import Monitor, ResultsWriter
 from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next
 
@@ -107,7 +107,7 @@ class VecMonitor(VecEnvWrapper):
             self.episode_returns += rewards
             self.episode_lengths += 1
         new_infos = list(infos)
-        for i in np.flatnonzero(dones).tolist():
+        for i in done_indices(dones):
             if self._agent_rows is not None and self.episode_lengths[i] == 0:
                 self.episode_returns[i] = 0  # an agent that did not act: no episode
                 continue

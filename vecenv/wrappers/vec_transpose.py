@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from vecenv.base import VecEnv, VecEnvStepReturn
+from vecenv.base import VecEnv, VecEnvStepReturn, done_indices
 from vecenv.spaces import is_image_space, is_image_space_channels_first
 from vecenv.wrappers.base import VecEnvWrapper
 
@@ -116,7 +116,7 @@ class VecTransposeImage(VecEnvWrapper):
         :return: ``(obs, rewards, dones, infos)`` with images ``(num_envs, C, H, W)``.
         """
         observations, rewards, dones, infos = self.venv.step_wait()
-        for env_idx in np.flatnonzero(dones):
+        for env_idx in done_indices(dones):
             if "terminal_observation" in infos[env_idx]:
                 infos[env_idx]["terminal_observation"] = self.transpose_observations(
                     infos[env_idx]["terminal_observation"]
