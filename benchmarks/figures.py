@@ -204,6 +204,7 @@ FIGURES: tuple[Figure, ...] = (
             _SPIN,
             _SLOTS,
             ("7b7e964", "PettingZoo: the agents' empty infos stay in the workers; row infos from prebuilt dicts"),
+            ("2956570", "PettingZoo: one prebuilt info per row, its two flags set only where they differ"),
         ),
     ),
     Figure(
@@ -515,6 +516,27 @@ FIGURES: tuple[Figure, ...] = (
             "{date}-goals16-capacity.md",
             "{date}-pettingzoo16.md",
         ),
+        changes_since=(
+            ("d98d581", "a reply's done envs read from the flags' bytes, not with ndarray.any()"),
+            ("2956570", "PettingZoo: one prebuilt info per row, its two flags set only where they differ"),
+        ),
+    ),
+    Figure(
+        name="wrappers",
+        sections=(("docs/performance.md", "### The wrappers, against SB3's"),),
+        commits=("fb08ade",),
+        snapshots=("2026-11-28-wrappers.md", "2026-11-28-wrappers.json"),
+        steps=(
+            Step(
+                (
+                    *("{python}", "benchmarks/wrappers.py", "--rounds", "11"),
+                    *("--output", "{out}/{date}-wrappers.md", "--json", "{out}/{date}-wrappers.json"),
+                ),
+                smoke=("--rounds", "1", "--steps", "20", "--cases", "VecMonitor"),
+                needs=("stable_baselines3",),
+            ),
+        ),
+        outputs=("{date}-wrappers.md", "{date}-wrappers.json"),
     ),
     Figure(
         name="trainers-16",
