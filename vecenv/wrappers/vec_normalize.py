@@ -79,7 +79,6 @@ def _warn_if_normalized(venv: VecEnv) -> None:
         )
 
 
-
 def _clip(values: Any, bound: float) -> Any:
     """``np.clip(values, -bound, bound)``, bit for bit (NaN stays NaN); in place for a float array, which the callers
     pass fresh (two ufunc calls cost less than ``np.clip``'s dispatch on a step's batch)."""
@@ -87,6 +86,7 @@ def _clip(values: Any, bound: float) -> Any:
         np.maximum(values, -bound, out=values)
         return np.minimum(values, bound, out=values)
     return np.clip(values, -bound, bound)
+
 
 class VecNormalize(VecEnvWrapper):
     """Normalize observations and/or rewards with running statistics (SB3 semantics).
