@@ -943,7 +943,7 @@ def test_same_outputs_as_sb3():
 def test_the_clip_of_normalized_values_is_numpys_clip_bit_for_bit(dtype, bound):
     """What ``normalize_obs`` / ``normalize_reward`` clip with gives ``np.clip(values, -bound, bound)`` exactly: the
     dtype, NaN (kept), infinities and signed zeros included; a scalar goes through ``np.clip`` itself."""
-    from vecenv.wrappers.vec_normalize import _clip
+    from vecenv.running_mean_std import clip_symmetric as _clip
 
     rng = np.random.default_rng(3)
     values = np.concatenate(

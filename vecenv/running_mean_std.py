@@ -3,7 +3,8 @@
 Batches are merged with the parallel algorithm of Chan et al.
 (https://en.wikipedia.org/wiki/Algorithms_for_calculating_variance#Parallel_algorithm), so feeding
 the data in any split into batches gives the same statistics as one pass over all of it, up to
-floating-point rounding. Statistics are kept in float64.
+floating-point rounding. Statistics are kept in float64. Also here: the batch arithmetic of
+:class:`~vecenv.VecNormalize` that must give numpy's results to the bit (a batch's moments, the clip).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RunningMeanStd"]
+__all__ = ["RunningMeanStd", "clip_symmetric"]
 
 
 class RunningMeanStd:
@@ -114,3 +115,18 @@ def _float_moments(arr: np.ndarray) -> tuple[Any, Any]:
     else:
         var = spread.dtype.type(spread / count)
     return mean, var
+
+
+def clip_symmetric(values: Any, bound: float) -> Any:
+    """``np.clip(values, -bound, bound)``, bit for bit (NaN stays NaN); in place for a float array, which
+    :class:`~vecenv.VecNormalize` passes fresh (two ufunc calls cost less than ``np.clip``'s dispatch on a step's
+    batch).
+
+    :param values: an array (a float array is overwritten) or a scalar.
+    :param bound: the clip bound, ``> 0``.
+    :return: the clipped values, ``values`` itself for a float array.
+    """
+    if type(values) is np.ndarray and values.dtype.kind == "f":
+        np.maximum(values, -bound, out=values)
+        return np.minimum(values, bound, out=values)
+    return np.clip(values, -bound, bound)

@@ -176,6 +176,18 @@ def resets_next(dones: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarra
     return resetting
 
 
+def wrapper_below(venv: Any, wrapper_class: type, qualified_name: str = "") -> Any:
+    """The first vector env in the stack of ``venv`` (``venv`` itself, then each ``venv`` attribute down, whatever
+    library's wrappers the stack holds) that is a ``wrapper_class`` or whose class is ``qualified_name``
+    (``module.QualName``: another library's class, e.g. SB3's), or None."""
+    env: Any = venv
+    while env is not None:
+        if isinstance(env, wrapper_class) or f"{type(env).__module__}.{type(env).__qualname__}" == qualified_name:
+            return env
+        env = env.__dict__.get("venv") if hasattr(env, "__dict__") else None
+    return None
+
+
 def unwrap_vec_wrapper(env: VecEnv, vec_wrapper_class: type[VecEnvWrapperT]) -> VecEnvWrapperT | None:
     """Return the outermost wrapper of type ``vec_wrapper_class`` in the stack of ``env`` (SB3 semantics).
 

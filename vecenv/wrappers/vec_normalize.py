@@ -24,9 +24,9 @@ from gymnasium.vector import AutoresetMode
 
 from vecenv.atomic import atomic_write_bytes
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
-from vecenv.running_mean_std import RunningMeanStd
+from vecenv.running_mean_std import RunningMeanStd, clip_symmetric
 from vecenv.spaces import is_image_space
-from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next, unwrap_vec_wrapper
+from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next, unwrap_vec_wrapper, wrapper_below
 from vecenv.wrappers.normalize_format import read_normalization_file, write_normalization_file
 from vecenv.wrappers.normalize_state import (
     NormalizationFileError,
@@ -56,18 +56,8 @@ SB3_SUFFIX = ".pkl"
 _SB3_VEC_NORMALIZE = "stable_baselines3.common.vec_env.vec_normalize.VecNormalize"
 
 
-def _find_normalizer_below(venv: VecEnv) -> VecEnv | None:
-    """The first ``VecNormalize`` (vecenv's or SB3's) in the wrapper stack of ``venv``, or None."""
-    env: Any = venv
-    while env is not None:
-        if isinstance(env, VecNormalize) or f"{type(env).__module__}.{type(env).__qualname__}" == _SB3_VEC_NORMALIZE:
-            return env
-        env = env.__dict__.get("venv") if hasattr(env, "__dict__") else None
-    return None
-
-
 def _warn_if_normalized(venv: VecEnv) -> None:
-    existing = _find_normalizer_below(venv)
+    existing = wrapper_below(venv, VecNormalize, _SB3_VEC_NORMALIZE)
     if existing is not None:
         warnings.warn(
             f"The env being wrapped in VecNormalize is already normalized by a "
@@ -77,15 +67,6 @@ def _warn_if_normalized(venv: VecEnv) -> None:
             UserWarning,
             stacklevel=3,
         )
-
-
-def _clip(values: Any, bound: float) -> Any:
-    """``np.clip(values, -bound, bound)``, bit for bit (NaN stays NaN); in place for a float array, which the callers
-    pass fresh (two ufunc calls cost less than ``np.clip``'s dispatch on a step's batch)."""
-    if type(values) is np.ndarray and values.dtype.kind == "f":
-        np.maximum(values, -bound, out=values)
-        return np.minimum(values, bound, out=values)
-    return np.clip(values, -bound, bound)
 
 
 class VecNormalize(VecEnvWrapper):
@@ -315,7 +296,7 @@ class VecNormalize(VecEnvWrapper):
 
     def _normalize_obs(self, obs: np.ndarray, obs_rms: RunningMeanStd) -> np.ndarray:
         """``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)`` (float64 for float32 input)."""
-        return _clip((obs - obs_rms.mean) / np.sqrt(obs_rms.var + self.epsilon), self.clip_obs)
+        return clip_symmetric((obs - obs_rms.mean) / np.sqrt(obs_rms.var + self.epsilon), self.clip_obs)
 
     def _unnormalize_obs(self, obs: np.ndarray, obs_rms: RunningMeanStd) -> np.ndarray:
         """``obs * sqrt(var + epsilon) + mean``."""
@@ -358,7 +339,7 @@ class VecNormalize(VecEnvWrapper):
             ``norm_reward=False`` just ``reward`` as float32 (always float32, as SB3).
         """
         if self.norm_reward:
-            reward = _clip(reward / np.sqrt(self.ret_rms.var + self.epsilon), self.clip_reward)
+            reward = clip_symmetric(reward / np.sqrt(self.ret_rms.var + self.epsilon), self.clip_reward)
         return np.asarray(reward).astype(np.float32)
 
     def unnormalize_obs(self, obs: VecEnvObs) -> VecEnvObs:
