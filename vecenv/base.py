@@ -69,12 +69,16 @@ def is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def done_indices(dones: Any) -> list[int]:
-    """The positions of the true flags of ``dones`` (a step's dones: a bool array, or any sequence), as ints.
+def any_set(flags: np.ndarray) -> bool:
+    """Whether a bool array has a true flag, read from its bytes: about 10 times cheaper than ``flags.any()`` or
+    ``np.flatnonzero`` on a step's few flags (what the step path and the wrappers ask at every step)."""
+    return bool(flags.tobytes().strip(b"\x00"))
 
-    Most steps have none: a bool array without a true flag is recognized from its bytes, about 10 times cheaper
-    than ``np.flatnonzero`` on a step's few flags (the wrappers call this at every step)."""
-    if type(dones) is np.ndarray and dones.dtype == np.bool_ and not dones.tobytes().strip(b"\x00"):
+
+def done_indices(dones: Any) -> list[int]:
+    """The positions of the true flags of ``dones`` (a step's dones: a bool array, or any sequence), as ints
+    (most steps have none: :func:`any_set` tells)."""
+    if type(dones) is np.ndarray and dones.dtype == np.bool_ and not any_set(dones):
         return []
     indices: list[int] = np.flatnonzero(dones).tolist()
     return indices
