@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -16,19 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.bench_scripts import load_bench_script
+
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "trainers.py")
 
 
 def _load() -> Any:
-    spec = importlib.util.spec_from_file_location("trainers_under_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_bench_script("trainers_under_test", "trainers.py")
 
 
 def test_imports_without_torch_or_sb3_and_help_works() -> None:

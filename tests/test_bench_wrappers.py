@@ -3,32 +3,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
-BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+from tests.bench_scripts import load_bench_script
 
 
 def _load() -> Any:
-    sys.path.insert(0, BENCH_DIR)  # the script imports its sibling paired.py
-    try:
-        spec = importlib.util.spec_from_file_location("wrappers_under_test", os.path.join(BENCH_DIR, "wrappers.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up there
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            del sys.modules[spec.name]
-    finally:
-        sys.path.remove(BENCH_DIR)
-    return module
+    return load_bench_script("wrappers_under_test", "wrappers.py")
 
 
 def test_the_replay_stub_returns_the_recorded_steps_in_turn_as_fresh_objects():
