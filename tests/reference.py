@@ -55,3 +55,14 @@ def assert_infos_equal(actual: Sequence[dict], expected: Sequence[dict]) -> None
                 assert np.asarray(got[key]).dtype == value.dtype
             else:
                 assert got[key] == value, (key, got[key], value)
+
+
+def assert_step_equal(venv: Any, reference: ReferenceVecEnv, actions: Sequence[Any]) -> None:
+    """``venv.step(actions)`` returns what ``reference`` does for the same actions, reset infos included."""
+    obs, rewards, dones, infos = venv.step(actions)
+    exp_obs, exp_rewards, exp_dones, exp_infos = reference.step(actions)
+    np.testing.assert_array_equal(obs, exp_obs)
+    np.testing.assert_array_equal(rewards, exp_rewards)
+    np.testing.assert_array_equal(dones, exp_dones)
+    assert_infos_equal(infos, exp_infos)
+    assert_infos_equal(venv.reset_infos, reference.reset_infos)

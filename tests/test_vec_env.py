@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import vecenv
 from tests.conftest import START_METHODS, build_venv
 from tests.envs import FRAME_SHAPE, BufferReuseEnv, CounterEnv, MarkerWrapper, OtherWrapper, SharedInfoEnv
-from tests.reference import ReferenceVecEnv, assert_infos_equal
+from tests.reference import ReferenceVecEnv, assert_infos_equal, assert_step_equal
 from vecenv.env_group import EnvGroup
 
 
@@ -112,13 +112,7 @@ def test_matches_reference_rollout(any_backend, make_venv):
     rng = np.random.default_rng(0)
     for _ in range(40):
         actions = rng.integers(0, 3, size=3)
-        obs, rewards, dones, infos = venv.step(actions)
-        exp_obs, exp_rewards, exp_dones, exp_infos = reference.step(actions)
-        np.testing.assert_array_equal(obs, exp_obs)
-        np.testing.assert_array_equal(rewards, exp_rewards)
-        np.testing.assert_array_equal(dones, exp_dones)
-        assert_infos_equal(infos, exp_infos)
-        assert_infos_equal(venv.reset_infos, reference.reset_infos)
+        assert_step_equal(venv, reference, actions)
 
 
 @settings(max_examples=40, deadline=None, database=None)
@@ -139,13 +133,7 @@ def test_dummy_matches_reference_property(ends, episode_len, seed, n_steps):
         rng = np.random.default_rng(seed)
         for _ in range(n_steps):
             actions = rng.integers(0, 3, size=len(fns))
-            obs, rewards, dones, infos = venv.step(actions)
-            exp_obs, exp_rewards, exp_dones, exp_infos = reference.step(actions)
-            np.testing.assert_array_equal(obs, exp_obs)
-            np.testing.assert_array_equal(rewards, exp_rewards)
-            np.testing.assert_array_equal(dones, exp_dones)
-            assert_infos_equal(infos, exp_infos)
-            assert_infos_equal(venv.reset_infos, reference.reset_infos)
+            assert_step_equal(venv, reference, actions)
     finally:
         venv.close()
 

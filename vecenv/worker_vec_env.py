@@ -223,7 +223,15 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         self._received = {}
         try:
             stepped = self._all_workers if plan is None else [w for w, _ in plan]
-            results = call_all(self._recv_step, stepped, [self._workers[w] for w in stepped], self._clock)
+            collector = self._step_collector if plan is None and not self._dead else None
+            if collector is None:
+                results = call_all(self._recv_step, stepped, [self._workers[w] for w in stepped], self._clock)
+            else:
+                received = self._received
+                if not collector.collect(received, self._clock):  # the others through the general path
+                    left = [w for w in stepped if w not in received]
+                    call_all(self._recv_step, left, [self._workers[w] for w in left], self._clock)
+                results = [received[w] for w in stepped]
         except BaseException:
             self._hold_received(plan)
             # a worker not waited for yet (KeyboardInterrupt) still steps: collected by the next call; a dead worker

@@ -98,6 +98,14 @@ class Worker(ABC):
                 return ready
             time.sleep(0.001)
 
+    @classmethod
+    def step_collector(cls, workers: Sequence[Worker]) -> Any:
+        """What collects the STEP replies of ``workers`` (a vector env's workers, all of this class) faster than
+        :meth:`recv` on each: an object whose ``collect(received, clock)`` puts each worker's reply, decoded as
+        :meth:`recv` returns it, into ``received[position]`` and returns whether every reply is there (see
+        :class:`vecenv.workers.step_replies.StepReplies`); None (the default) when the transport has none."""
+        return None
+
     @property
     def reply_deadline(self) -> float | None:
         """When :meth:`recv` stops waiting for the pending reply (a :func:`time.monotonic` value: the request's

@@ -55,6 +55,7 @@ from vecenv.workers.messages import (
 )
 from vecenv.workers.pipes import STEP_SHARED_FRAME, frame, read_message, write_message
 from vecenv.workers.spin import REPLIES, REQUESTS, Spinner
+from vecenv.workers.step_replies import StepReplies
 from vecenv.workers.worker_process import WorkerLoop, worker_main
 
 __all__ = ["SharedFd", "SubprocWorker", "WorkerLoop", "frame", "read_message", "worker_main", "write_message"]
@@ -204,6 +205,9 @@ class SubprocWorker(MessageWorker):
         #: a poll over several workers (:meth:`wait_any`) saw this worker's reply in the pipe, not read yet:
         #: :meth:`_recv_raw` reads it without polling again (only :meth:`_recv_raw` reads the pipe)
         self._reply_seen = False
+        #: a reply read from the pipe by :class:`~vecenv.workers.step_replies.StepReplies` and handed back
+        #: (:meth:`hand_back`): :meth:`_recv_raw` returns it without reading the pipe
+        self._unread: bytes | None = None
 
     def handshake(self) -> tuple[gym.Space, gym.Space]:
         """Wait for the worker to build its envs; return ``(observation_space, action_space)``."""
@@ -255,7 +259,7 @@ class SubprocWorker(MessageWorker):
             self._terminal_obs = shared.terminal_obs[start:stop]
 
     def reply_ready(self) -> bool:
-        if self._lost is not None or self._poller is None:
+        if self._lost is not None or self._poller is None or self._unread is not None:
             return True
         return bool(self._poller.poll(0))
 
@@ -281,6 +285,12 @@ class SubprocWorker(MessageWorker):
         spinner.observe(perf_counter() - started)
         return ready
 
+    @classmethod
+    def step_collector(cls, workers: Sequence[Worker]) -> StepReplies:
+        """One poll set over every worker's pipe and sentinel, and each reply decoded as it arrives
+        (:class:`~vecenv.workers.step_replies.StepReplies`)."""
+        return StepReplies([worker for worker in workers if isinstance(worker, SubprocWorker)])
+
     @staticmethod
     def _spinner_for(workers: Sequence[Worker]) -> Spinner | None:
         """The spinner to wait for ``workers`` with: the one they share when each is waiting for a STEP reply and
@@ -303,8 +313,8 @@ class SubprocWorker(MessageWorker):
         ready: set[int] = set()
         for k, worker in enumerate(workers):
             assert isinstance(worker, SubprocWorker)
-            if worker._lost is not None or worker._poller is None:
-                ready.add(k)  # killed or found dead: recv() raises at once
+            if worker._lost is not None or worker._poller is None or worker._unread is not None:
+                ready.add(k)  # killed or found dead (recv() raises at once), or its reply handed back
                 continue
             conn_fd = worker._conn_fd
             poller.register(conn_fd, _POLLIN)
@@ -350,7 +360,15 @@ class SubprocWorker(MessageWorker):
             self._requests += 1
             signals[REQUESTS] = self._requests
 
+    def hand_back(self, data: bytes) -> None:
+        """Give back the pending request's reply, read from the pipe by
+        :class:`~vecenv.workers.step_replies.StepReplies`: :meth:`recv` takes it as if it came now."""
+        self._unread = data
+
     def _recv_raw(self, doing: Command | str) -> bytes:
+        if self._unread is not None:
+            data, self._unread = self._unread, None
+            return data
         deadline = self._deadline if self._pending is not None else None
         spinner, signals = self._spinner, self._signals
         if spinner is not None and signals is not None and doing is Command.STEP:
@@ -468,6 +486,7 @@ class SubprocWorker(MessageWorker):
         self._conn_fd = self._send_fd = -1
         self._poller = None
         self._reply_seen = False
+        self._unread = None
         self._signals = None  # (setup_shared maps them again for a restarted worker)
 
     def restart(
@@ -497,7 +516,7 @@ class SubprocWorker(MessageWorker):
             return
         # a request still in flight (an abandoned step) is answered before CLOSE is read: shutdown_end skips that
         # late reply; nothing is waited for here, so every worker is asked to close before any is waited for
-        self._stale_replies = 0 if self._pending is None else 1
+        self._stale_replies = 0 if self._pending is None or self._unread is not None else 1
         self._pending = None
         try:
             self._send_conn.send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.CLOSE, None)))

@@ -1,0 +1,174 @@
+"""The full step's replies collected in one loop (:class:`vecenv.workers.step_replies.StepReplies`).
+
+Expectations: the same envs stepped one by one with SB3's rule (``tests/reference.py``: observations, rewards,
+dones, infos with their terminal observations, reset infos), and the general path (each worker's ``recv``) on
+the same script where a step fails. Whether the loop collected a step is read from the calls to
+``SubprocWorker.recv``, which it does not make.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import warnings
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecenv
+from tests.envs import CounterEnv, EnvFaultError, FaultEnv
+from tests.reference import ReferenceVecEnv, assert_infos_equal, assert_step_equal
+from vecenv.workers.step_replies import StepReplies
+from vecenv.workers.subproc import SubprocWorker
+
+
+class NoInfo(gym.Wrapper):
+    """Its env's step and reset with empty infos: the replies that are one byte."""
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        obs, _ = self.env.reset(**kwargs)
+        return obs, {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, _ = self.env.step(action)
+        return obs, reward, terminated, truncated, {}
+
+
+def _counter(offset: int, end: str, quiet: bool) -> gym.Env:
+    env = CounterEnv(episode_len=3, end=end, offset=offset % 3)
+    return NoInfo(env) if quiet else env
+
+
+def _env_fns(n: int) -> list:
+    """Envs that end by termination, truncation or both, some with infos and some without."""
+    ends = ("terminate", "truncate", "both")
+    return [functools.partial(_counter, i, ends[i % 3], i % 4 < 2) for i in range(n)]
+
+
+@pytest.fixture
+def recv_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The envs of each ``SubprocWorker.recv`` call made in this test (the general path)."""
+    calls: list[int] = []
+    recv = SubprocWorker.recv
+
+    def counted(self: SubprocWorker) -> Any:
+        calls.append(self.env_indices[0])
+        return recv(self)
+
+    monkeypatch.setattr(SubprocWorker, "recv", counted)
+    return calls
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("wait_mode", ["block", "auto"])
+def test_every_step_collected_in_one_loop_equals_the_envs_stepped_in_process(recv_calls, wait_mode):
+    n = 12
+    reference = ReferenceVecEnv(_env_fns(n))
+    venv = vecenv.SubprocVecEnv(_env_fns(n), n_workers=4, wait_mode=wait_mode)
+    try:
+        venv.seed(7)
+        np.testing.assert_array_equal(venv.reset(), reference.reset(seed=7))
+        assert_infos_equal(venv.reset_infos, reference.reset_infos)
+        rng = np.random.default_rng(0)
+        spins = venv._workers[0]._spinner is not None
+        for _ in range(20):
+            actions = rng.integers(0, 3, n)
+            del recv_calls[:]
+            assert_step_equal(venv, reference, actions)  # (SB3's rule, each env stepped by hand)
+            # a calling process that spins waits through each worker's recv; else the loop collects the step
+            assert len(recv_calls) == (4 if spins else 0)
+        stats = venv.step_stats()
+        assert stats.steps == 20 and stats.env_steps == 20 * n and stats.wait_seconds > 0.0
+    finally:
+        venv.close()
+
+
+def _run_with_a_failing_env(collect_in_one_loop: bool) -> list[Any]:
+    """What a script sees when env 5 raises at its 3rd step: each step's outcome, then the steps after it."""
+    fns = [functools.partial(CounterEnv, episode_len=4, offset=i) for i in range(8)]
+    fns[5] = functools.partial(FaultEnv, fail_in="step", after=3, offset=5, episode_len=4)
+    venv = vecenv.SubprocVecEnv(fns, n_workers=4, wait_mode="block")
+    if not collect_in_one_loop:
+        venv._step_collector = None
+    seen: list[Any] = []
+    try:
+        venv.seed(3)
+        seen.append(venv.reset())
+        for t in range(6):
+            try:
+                obs, rewards, dones, infos = venv.step(np.full(8, t % 3, dtype=np.int64))
+            except EnvFaultError as exc:
+                seen.append(("raised", str(exc).splitlines()[0]))
+            else:
+                seen.append((obs, rewards, dones, [sorted(info) for info in infos]))
+    finally:
+        venv.close()
+    return seen
+
+
+@pytest.mark.timeout(60)
+def test_a_failed_step_read_by_the_loop_is_raised_as_by_the_general_path(monkeypatch):
+    handed_back: list[bytes] = []
+    hand_back = SubprocWorker.hand_back
+
+    def spied(self: SubprocWorker, data: bytes) -> None:
+        handed_back.append(data)
+        hand_back(self, data)
+
+    monkeypatch.setattr(SubprocWorker, "hand_back", spied)
+    ours = _run_with_a_failing_env(collect_in_one_loop=True)
+    assert len(handed_back) == 1  # the failed step's reply, read by the loop, decoded by recv
+    general = _run_with_a_failing_env(collect_in_one_loop=False)
+    assert len(handed_back) == 1
+    assert [type(x) for x in ours] == [type(x) for x in general]
+    raised = [x for x in ours if isinstance(x, tuple) and isinstance(x[0], str)]
+    # (the env raises at every step from its 3rd; after the first, its results are held and the general path
+    # collects: the loop read one failed reply)
+    assert raised == [("raised", "custom fault in step")] * 4
+    for mine, theirs in zip(ours, general, strict=True):
+        if isinstance(mine, tuple) and isinstance(mine[0], str):
+            assert mine == theirs
+        elif isinstance(mine, tuple):
+            for a, b in zip(mine[:3], theirs[:3], strict=True):
+                np.testing.assert_array_equal(a, b)
+            assert mine[3] == theirs[3]
+        else:
+            np.testing.assert_array_equal(mine, theirs)
+
+
+@pytest.mark.timeout(60)
+def test_a_restarted_worker_is_collected_by_the_loop_again(recv_calls):
+    fns = [functools.partial(CounterEnv, episode_len=50, offset=i) for i in range(4)]
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2, max_restarts=1, wait_mode="block")
+    try:
+        venv.reset()
+        venv.step(np.zeros(4, dtype=np.int64))
+        os.kill(venv.processes[1].pid, signal.SIGKILL)
+        venv.processes[1].join(timeout=10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _, _, dones, infos = venv.step(np.zeros(4, dtype=np.int64))
+        assert dones.tolist() == [False, False, True, True] and infos[2]["vecenv.restarted"]
+        del recv_calls[:]
+        obs, _, dones, _ = venv.step(np.zeros(4, dtype=np.int64))
+        assert recv_calls == []  # the new process's pipe and sentinel are in the poll set
+        # worker 0's envs go on; worker 1's started a fresh episode at the restart: [offset, episode, t, noise]
+        assert obs[:, :3].tolist() == [[0, 0, 3], [1, 0, 3], [2, 0, 1], [3, 0, 1]]
+    finally:
+        venv.close()
+
+
+def test_the_loop_is_only_for_worker_processes():
+    venv = vecenv.SubprocVecEnv(_env_fns(4), n_workers=2, parent_envs=1)
+    try:
+        assert venv._step_collector is None  # in-process and process workers: each worker's recv
+    finally:
+        venv.close()
+    venv = vecenv.SubprocVecEnv(_env_fns(4), n_workers=2)
+    try:
+        assert isinstance(venv._step_collector, StepReplies)
+    finally:
+        venv.close()

@@ -1,0 +1,128 @@
+"""The common step's replies, collected in one loop: every worker process's STEP reply read and decoded as it
+arrives, through one ``poll(2)`` set kept for the vector env's life.
+
+The general path (:func:`vecenv.engine.replies.call_all` over :meth:`SubprocWorker.recv
+<vecenv.workers.subproc.SubprocWorker.recv>`) builds a poll set for each wait and passes each reply through
+about a dozen Python calls: with 16 worker processes, that fixed cost per worker and step is most of what the
+calling process does for cheap envs. :class:`StepReplies` does the same work for the common case, a step of
+every env by worker processes that the calling process waits for in the kernel (no spinning on its side), with
+one poll set that watches every reply pipe and process sentinel (a reply pipe is readable only while its one
+reply waits in it, so the set never changes while the worker processes live).
+
+Anything else ends the loop, and the replies not collected yet go through the general path, which raises,
+restarts or times out as it always does:
+
+- a process sentinel (the worker died) or a pipe closed without a reply;
+- no reply before the earliest reply deadline (``step_timeout``);
+- a reply of a step that raised, or one whose decoding raised: its bytes are handed back to the worker
+  (:meth:`~vecenv.workers.subproc.SubprocWorker.hand_back`), whose ``recv`` decodes them again there;
+- a worker lost, not waiting for a STEP reply, or waiting by spinning.
+"""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Sequence
+from time import monotonic, perf_counter
+from typing import TYPE_CHECKING, Any
+
+from vecenv.interrupts import GUARD
+from vecenv.protocol import Command
+from vecenv.workers.messages import FAILED
+from vecenv.workers.pipes import read_message
+
+if TYPE_CHECKING:
+    from vecenv.stats import StepClock
+    from vecenv.workers.subproc import SubprocWorker
+
+__all__ = ["StepReplies"]
+
+_POLLIN = select.POLLIN
+_STEP = Command.STEP
+
+
+class StepReplies:
+    """Collects the STEP replies of ``workers`` (a vector env's worker processes, in its order) in one loop.
+
+    :param workers: the vector env's workers, all :class:`~vecenv.workers.subproc.SubprocWorker`.
+    """
+
+    def __init__(self, workers: Sequence[SubprocWorker]) -> None:
+        self._workers = list(workers)
+        #: the descriptors the poll set was built for: ``(reply pipe, sentinel)`` of each worker, in order
+        self._fds: tuple[int, ...] = ()
+        self._poll: Any = None
+        #: descriptor -> worker position, or ``~position`` for the worker's process sentinel
+        self._owner: dict[int, int] = {}
+
+    def _poll_set(self) -> Any:
+        """The poll set over every worker's reply pipe and sentinel, rebuilt when a restart changed them."""
+        fds = tuple(fd for worker in self._workers for fd in (worker._conn_fd, worker._sentinel))
+        if fds != self._fds:
+            poll = select.poll()
+            owner: dict[int, int] = {}
+            for w, worker in enumerate(self._workers):
+                poll.register(worker._conn_fd, _POLLIN)
+                poll.register(worker._sentinel, _POLLIN)
+                owner[worker._conn_fd], owner[worker._sentinel] = w, ~w
+            self._fds, self._poll, self._owner = fds, poll, owner
+        return self._poll
+
+    def collect(self, received: dict[int, Any], clock: StepClock | None = None) -> bool:
+        """Read and decode the workers' STEP replies as they arrive, each into ``received[position]`` (what
+        :meth:`~vecenv.workers.subproc.SubprocWorker.recv` returns for it).
+
+        :param clock: the vector env's time accounts: the time spent polling and reading is added to its
+            ``wait``, as :meth:`~vecenv.workers.subproc.SubprocWorker.recv` does.
+        :return: True when every worker's reply is in ``received``; False when the loop ended early (see the
+            module): the workers whose reply is not in ``received`` still wait for it, to be collected by
+            ``recv``.
+        """
+        workers = self._workers
+        deadline: float | None = None
+        for worker in workers:
+            if worker._pending is not _STEP or worker._lost is not None or worker._spinner is not None:
+                return False
+            if worker._deadline is not None and (deadline is None or worker._deadline < deadline):
+                deadline = worker._deadline
+        poll, owner = self._poll_set().poll, self._owner
+        left = len(workers)
+        while left:
+            started = perf_counter()
+            timeout = None if deadline is None else max(0, int((deadline - monotonic()) * 1000) + 1)
+            waiting = GUARD.wait_begin()  # (a wait: Ctrl-C is raised here at once, nothing half done)
+            try:
+                events = poll(timeout)
+            finally:
+                GUARD.wait_end(waiting)
+            if not events:  # the earliest deadline passed: that worker's recv times out
+                return False
+            replies = []
+            ended = False
+            for fd, event in events:
+                w = owner[fd]
+                if w < 0 or not event & _POLLIN:  # a worker died (its sentinel, or its pipe closed empty)
+                    ended = True
+                    continue
+                try:
+                    replies.append((w, read_message(fd)))
+                except (EOFError, OSError):  # the pipe closed within a reply: recv finds the worker dead
+                    ended = True
+            if clock is not None:
+                clock.wait += perf_counter() - started
+            for w, data in replies:
+                worker = workers[w]
+                if data[0] != FAILED:
+                    try:
+                        received[w] = worker._step_reply(data)
+                    except Exception:
+                        pass
+                    else:
+                        worker._pending = None
+                        left -= 1
+                        continue
+                worker.hand_back(data)  # decoded again, and raised, by the worker's recv
+                ended = True
+            if ended:
+                return False
+        return True
