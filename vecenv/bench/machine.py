@@ -127,7 +127,6 @@ def subproc_parameters() -> list[str]:
     return list(inspect.signature(SubprocVecEnv).parameters)
 
 
-
 def machine_info() -> dict[str, Any]:
     """The machine and software a run measured: CPUs, memory, versions, date, load (no torch import)."""
     return {
