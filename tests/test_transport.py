@@ -1,4 +1,5 @@
-"""The worker pipes' framing (vecenv.workers.subproc.read_message / write_message) and the flag bookkeeping
+"""The worker pipes' framing (vecenv.workers.subproc.read_message / write_message, and read_reply for the one
+reply in a pipe) and the flag bookkeeping
 of EnvGroup that the step replies rely on.
 
 The framing must match multiprocessing.Connection's byte for byte (the shutdown path reads replies with
@@ -22,6 +23,7 @@ import pytest
 from tests.envs import CounterEnv
 from vecenv import DummyVecEnv, SubprocVecEnv
 from vecenv.env_group import EnvGroup
+from vecenv.workers.pipes import read_reply
 from vecenv.workers.subproc import frame, read_message, write_message
 
 
@@ -109,6 +111,41 @@ def test_closed_pipe_raises_eof(pipe: tuple[int, int]) -> None:
         read_message(r)
     with pytest.raises(EOFError):
         read_message(r)
+
+
+@pytest.mark.parametrize("size", [1, 2, 100, 4091, 4092, 4093, 70_000, 300_000])
+def test_read_reply_reads_the_one_message_whatever_its_size(pipe: tuple[int, int], size: int) -> None:
+    # 4092 bytes and the header fill the first read(2) exactly; over the pipe's buffer, the writer blocks until
+    # the reader drains it
+    r, w = pipe
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    thread = threading.Thread(target=write_message, args=(w, payload))
+    thread.start()
+    assert read_reply(r) == payload
+    thread.join()
+
+
+def test_read_reply_across_reads_and_with_the_eight_byte_header(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    thread = _write_in_chunks(w, frame(b"hello world"), chunk=1, pause=0.001)  # header and body byte by byte
+    assert read_reply(r) == b"hello world"
+    thread.join()
+    thread = _write_in_chunks(w, struct.pack("!i", -1) + struct.pack("!Q", 6) + b"abcdef", chunk=3, pause=0.001)
+    assert read_reply(r) == b"abcdef"
+    thread.join()
+
+
+def test_read_reply_refuses_a_second_message_and_raises_eof_when_the_writer_is_gone(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    os.write(w, frame(b"one") + frame(b"two"))
+    with pytest.raises(RuntimeError, match="more than the reply"):
+        read_reply(r)
+    os.write(w, struct.pack("!i", 10) + b"abc")  # truncated: the writer dies mid-message
+    os.close(w)
+    with pytest.raises(EOFError):
+        read_reply(r)
+    with pytest.raises(EOFError):
+        read_reply(r)
 
 
 def _by_hand_flags(env_fns: list, actions: list[np.ndarray], indices: list[list[int] | None]) -> list[np.ndarray]:

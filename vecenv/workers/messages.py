@@ -274,7 +274,8 @@ class GroupServer:
 
     def _step_payload(self, infos: list[dict[str, Any]], reset_infos: list[dict[str, Any]]) -> tuple[Any, ...] | None:
         """``(obs, rewards_dones, sparse_infos, sparse_resets)`` of the envs the last step completed, or None if
-        the parent can rebuild everything from the shared arrays."""
+        the parent can rebuild everything from the shared arrays. ``sparse_infos`` is ``(position, info)`` pairs
+        in increasing order of position (:attr:`EnvGroup.rich_infos <vecenv.env_group.EnvGroup.rich_infos>`)."""
         # infos by position among the stepped envs; reset infos by local env index. An info holding
         # only "TimeLimit.truncated" is rebuilt by the parent from the dones and truncations arrays
         # (and the terminal observation from shared memory), so it need not travel.
@@ -546,10 +547,14 @@ class MessageWorker(Worker):
         :param any_done: whether some env of the group is done (None: look at the shared dones).
         """
         stepped = range(len(self.env_indices)) if step_indices is None else step_indices
-        infos: list[dict[str, Any]] = list(map(dict.copy, repeat(_DEFAULT_INFO, len(stepped))))
+        infos: list[dict[str, Any]]
+        if len(sparse_infos) == len(stepped):  # every env's info travelled (positions in increasing order)
+            infos = [info for _, info in sparse_infos]
+        else:
+            infos = list(map(dict.copy, repeat(_DEFAULT_INFO, len(stepped))))
+            for pos, info in sparse_infos:
+                infos[pos] = info
         reset_infos = self._reset_infos
-        for pos, info in sparse_infos:
-            infos[pos] = info
         assert self._buffers is not None
         dones = self._buffers[2]
         if any_done or (any_done is None and any_set(dones)):

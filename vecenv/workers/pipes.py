@@ -1,6 +1,7 @@
 """The worker pipes' framing: ``multiprocessing.Connection``'s (a 4-byte big-endian length, or -1 and an 8-byte
 length for messages over 2 GiB, then the bytes), so its ``recv_bytes`` / ``send_bytes`` interoperate, read with
-:func:`read_message`, which gets a 1-byte message (every step request and most replies) in a single ``read(2)``."""
+:func:`read_message`, which gets a 1-byte message (every step request and most replies) in a single ``read(2)``,
+or with :func:`read_reply` where nothing can follow the message."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import struct
 
 from vecenv.workers.messages import STEP_SHARED_MESSAGE
 
-__all__ = ["STEP_SHARED_FRAME", "frame", "read_message", "write_message"]
+__all__ = ["STEP_SHARED_FRAME", "frame", "read_message", "read_reply", "write_message"]
 
 _SIZE = struct.Struct("!i")
 _BIG_SIZE = struct.Struct("!Q")
@@ -56,6 +57,36 @@ def read_message(fd: int) -> bytes:
         body = extra[_BIG_SIZE.size :]
     else:
         body = head[4:]
+    return body + _read_exactly(fd, size - len(body)) if len(body) < size else body
+
+
+#: how many bytes :func:`read_reply` asks for at once: a header and a reply of a step's infos fit
+_REPLY_CHUNK = 4096
+
+
+def read_reply(fd: int) -> bytes:
+    """Read one framed message from a pipe that holds nothing after it, the reply to the only request in flight
+    (:class:`~vecenv.workers.step_replies.StepReplies`): a message of up to 4 KiB, header included, costs one
+    ``read(2)`` where :func:`read_message` makes two.
+
+    :raises EOFError: if the pipe's other end is closed.
+    :raises RuntimeError: if the pipe held more than one message (a request had two replies).
+    """
+    data = os.read(fd, _REPLY_CHUNK)
+    if len(data) > 4 and _SIZE.unpack_from(data)[0] == len(data) - 4:  # the whole message
+        return data[4:]
+    if not data:
+        raise EOFError
+    if len(data) < 4:
+        data += _read_exactly(fd, 4 - len(data))
+    (size,), start = _SIZE.unpack_from(data), 4
+    if size == -1:
+        if len(data) < 12:
+            data += _read_exactly(fd, 12 - len(data))
+        (size,), start = _BIG_SIZE.unpack_from(data, 4), 12
+    body = data[start:]
+    if len(body) > size:
+        raise RuntimeError("vecenv: a worker's reply pipe held more than the reply to the request in flight")
     return body + _read_exactly(fd, size - len(body)) if len(body) < size else body
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.workers.messages import FAILED
-from vecenv.workers.pipes import read_message
+from vecenv.workers.pipes import read_reply
 
 if TYPE_CHECKING:
     from vecenv.stats import StepClock
@@ -105,7 +105,7 @@ class StepReplies:
                     ended = True
                     continue
                 try:
-                    replies.append((w, read_message(fd)))
+                    replies.append((w, read_reply(fd)))  # (its one reply: nothing follows it)
                 except (EOFError, OSError):  # the pipe closed within a reply: recv finds the worker dead
                     ended = True
             if clock is not None:
