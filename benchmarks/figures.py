@@ -96,6 +96,8 @@ _SPIN = ("f53e1b4", 'wait_mode="auto" lets the workers of the default layout spi
 _SPIN_CALLER = ("0cfe8fb", "wait_mode: the calling process and the workers may spin instead of blocking")
 _INFO_COPIES = ("e40a7ba", "infos and terminal observations copied without deepcopy")
 _SLOTS = ("f8877b7", "observations handed over without a copy (observation slots)")
+_STEP_REPLIES = ("a7e5770", "a full step's replies collected in one loop over one poll set")
+_READ_REPLY = ("9ec0533", "each reply read with one read(2); no default infos under a reply's own")
 
 FIGURES: tuple[Figure, ...] = (
     Figure(
@@ -205,6 +207,7 @@ FIGURES: tuple[Figure, ...] = (
             _SLOTS,
             ("7b7e964", "PettingZoo: the agents' empty infos stay in the workers; row infos from prebuilt dicts"),
             ("2956570", "PettingZoo: one prebuilt info per row, its two flags set only where they differ"),
+            _STEP_REPLIES,
         ),
     ),
     Figure(
@@ -519,6 +522,8 @@ FIGURES: tuple[Figure, ...] = (
         changes_since=(
             ("d98d581", "a reply's done envs read from the flags' bytes, not with ndarray.any()"),
             ("2956570", "PettingZoo: one prebuilt info per row, its two flags set only where they differ"),
+            _STEP_REPLIES,
+            _READ_REPLY,
         ),
     ),
     Figure(

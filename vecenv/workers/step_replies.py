@@ -5,9 +5,10 @@ The general path (:func:`vecenv.engine.replies.call_all` over :meth:`SubprocWork
 <vecenv.workers.subproc.SubprocWorker.recv>`) builds a poll set for each wait and passes each reply through
 about a dozen Python calls: with 16 worker processes, that fixed cost per worker and step is most of what the
 calling process does for cheap envs. :class:`StepReplies` does the same work for the common case, a step of
-every env by worker processes that the calling process waits for in the kernel (no spinning on its side), with
-one poll set that watches every reply pipe and process sentinel (a reply pipe is readable only while its one
-reply waits in it, so the set never changes while the worker processes live).
+every env, with one poll set that watches every reply pipe and process sentinel (a reply pipe is readable only
+while its one reply waits in it, so the set never changes while the worker processes live). Where the calling
+process spins (``wait_mode``), it spins on the reply counters of the workers not in yet before each poll, as
+:meth:`SubprocWorker.wait_any <vecenv.workers.subproc.SubprocWorker.wait_any>` does.
 
 Anything else ends the loop, and the replies not collected yet go through the general path, which raises,
 restarts or times out as it always does:
@@ -16,7 +17,7 @@ restarts or times out as it always does:
 - no reply before the earliest reply deadline (``step_timeout``);
 - a reply of a step that raised, or one whose decoding raised: its bytes are handed back to the worker
   (:meth:`~vecenv.workers.subproc.SubprocWorker.hand_back`), whose ``recv`` decodes them again there;
-- a worker lost, not waiting for a STEP reply, or waiting by spinning.
+- a worker lost or not waiting for a STEP reply.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.workers.messages import FAILED
 from vecenv.workers.pipes import read_reply
+from vecenv.workers.spin import REPLIES
 
 if TYPE_CHECKING:
     from vecenv.stats import StepClock
+    from vecenv.workers.spin import Spinner
     from vecenv.workers.subproc import SubprocWorker
 
 __all__ = ["StepReplies"]
@@ -79,22 +82,30 @@ class StepReplies:
             ``recv``.
         """
         workers = self._workers
+        spinner = workers[0]._spinner
         deadline: float | None = None
         for worker in workers:
-            if worker._pending is not _STEP or worker._lost is not None or worker._spinner is not None:
+            if worker._pending is not _STEP or worker._lost is not None or worker._spinner is not spinner:
+                return False
+            if spinner is not None and worker._signals is None:
                 return False
             if worker._deadline is not None and (deadline is None or worker._deadline < deadline):
                 deadline = worker._deadline
         poll, owner = self._poll_set().poll, self._owner
         left = len(workers)
+        waiting_for = list(range(left)) if spinner is not None else []
         while left:
             started = perf_counter()
-            timeout = None if deadline is None else max(0, int((deadline - monotonic()) * 1000) + 1)
-            waiting = GUARD.wait_begin()  # (a wait: Ctrl-C is raised here at once, nothing half done)
-            try:
-                events = poll(timeout)
-            finally:
-                GUARD.wait_end(waiting)
+            events = self._spin(spinner, waiting_for, deadline) if spinner is not None else None
+            if not events:
+                timeout = None if deadline is None else max(0, int((deadline - monotonic()) * 1000) + 1)
+                waiting = GUARD.wait_begin()  # (a wait: Ctrl-C is raised here at once, nothing half done)
+                try:
+                    events = poll(timeout)
+                finally:
+                    GUARD.wait_end(waiting)
+                if spinner is not None:
+                    spinner.observe(perf_counter() - started)
             if not events:  # the earliest deadline passed: that worker's recv times out
                 return False
             replies = []
@@ -125,4 +136,24 @@ class StepReplies:
                 ended = True
             if ended:
                 return False
+            if spinner is not None:
+                waiting_for = [w for w in waiting_for if w not in received]
         return True
+
+    def _spin(self, spinner: Spinner, waiting_for: list[int], deadline: float | None) -> list[tuple[int, int]]:
+        """Spin on the reply counters of the workers at ``waiting_for`` (:meth:`Spinner.spin_any
+        <vecenv.workers.spin.Spinner.spin_any>`, within its budget and the deadline): ``(reply pipe, POLLIN)`` of
+        each whose reply is in its pipe, as ``poll(2)`` would report them; empty when none came in time."""
+        workers = self._workers
+        started = perf_counter()
+        timeout = None if deadline is None else max(0.0, deadline - monotonic())
+        watched = [(workers[w]._signals, workers[w]._requests) for w in waiting_for]
+        waiting = GUARD.wait_begin()
+        try:
+            ready = spinner.spin_any(watched, REPLIES, spinner.budget(timeout))
+        finally:
+            GUARD.wait_end(waiting)
+        if not ready:
+            return []
+        spinner.observe(perf_counter() - started)
+        return [(workers[waiting_for[k]]._conn_fd, _POLLIN) for k in ready]
