@@ -12,7 +12,9 @@ candidate's overhead minus the baseline's (``dummy-*``: DummyVecEnv's time minus
 same number of env copies, in the same process and round, in microseconds per env-step; ``collect-*``: the
 calling process's ``step_wait`` of a SubprocVecEnv step timed alone, after a sleep long enough for every worker
 to reply, in microseconds per env-step: its collection when the last reply is in, which on many cores is
-what a step adds after its slowest worker). The table gives the median and quartiles over rounds.
+what a step adds after its slowest worker; ``send-*``: the calling process's CPU time in ``step_async``, every
+worker idle, in microseconds per env-step: writing the requests, which wakes the workers, is work of its own that
+wall time cannot tell from the workers' on few cores). The table gives the median and quartiles over rounds.
 
 The same protocol run with the candidate against a second process of itself (A/A) measures the noise:
 by default both run, in the same rounds (baseline, candidate, candidate' and back), and the table puts
@@ -26,6 +28,7 @@ them side by side, so one run answers whether the change is outside the A/A nois
     python benchmarks/revision_ab.py --subproc-kwargs '{"n_workers": 1}' --candidate-kwargs '{"wait_mode": "block"}'
     python benchmarks/revision_ab.py --cases subproc-cartpole-64 --trainer-us 500   # a trainer's work between steps
     python benchmarks/revision_ab.py --cases collect-pong-64 --subproc-kwargs '{"n_workers": 16}'   # 16 replies
+    python benchmarks/revision_ab.py --cases send-pong-64 --subproc-kwargs '{"n_workers": 16}'   # 16 requests
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ BASELINE, CANDIDATE, CANDIDATE2 = "baseline", "candidate", "candidate'"
 
 @dataclass(frozen=True)
 class Case:
-    """``kind`` ``dummy`` (DummyVecEnv overhead over a plain loop), ``subproc`` (SubprocVecEnv rate) or
-    ``collect`` (SubprocVecEnv's ``step_wait`` alone, once every worker has replied)."""
+    """``kind`` ``dummy`` (DummyVecEnv overhead over a plain loop), ``subproc`` (SubprocVecEnv rate),
+    ``collect`` (SubprocVecEnv's ``step_wait`` alone, once every worker has replied) or ``send`` (the CPU time of
+    SubprocVecEnv's ``step_async`` alone, every worker idle)."""
 
     kind: str
     workload: str
@@ -87,6 +91,10 @@ CASES = {
     "collect-cartpole-1024": Case("collect", "cartpole", 1024),
     "collect-image-128": Case("collect", "image", 128),
     "collect-pong-64": Case("collect", "pong", 64),
+    # the calling process's requests of a step, the workers idle (its CPU time: wall time counts the workers it
+    # wakes on few cores)
+    "send-cartpole-1024": Case("send", "cartpole", 1024),
+    "send-pong-64": Case("send", "pong", 64),
 }
 #: ALE Pong (210x160x3 uint8 observations; needs ale-py): ``gymnasium.make`` imports ale_py first, in workers too
 PONG_ID = "ale_py:ALE/Pong-v5"
@@ -190,9 +198,22 @@ class Contender:
             total += clock() - begin
         return total
 
+    def send(self, start: int, stop: int) -> float:
+        """CPU seconds of ``step_async`` alone over action batches ``start..stop-1`` (cycled), timed as
+        :meth:`collect` times ``step_wait`` (every worker idle when the requests are written)."""
+        step_async, step_wait, pool, clock = self.venv.step_async, self.venv.step_wait, self.batches, time.thread_time
+        total = 0.0
+        for i in range(start, stop):
+            begin = clock()
+            step_async(pool[i % ACTION_POOL])
+            total += clock() - begin
+            time.sleep(self.settle)
+            step_wait()
+        return total
+
     def warmup(self, seconds: float) -> float:
-        """Step for about ``seconds``; the chunks (plain + vec for ``dummy``) per second. ``collect``: then sets
-        :attr:`settle` to 3 steps' time plus 1 ms, and returns how many timed collections fit in a second."""
+        """Step for about ``seconds``; the chunks (plain + vec for ``dummy``) per second. ``collect``, ``send``:
+        then sets :attr:`settle` to 3 steps' time plus 1 ms, and returns how many timed steps fit in a second."""
         done, begin = 0, time.perf_counter()
         while time.perf_counter() - begin < seconds:
             if self.kind == "dummy":
@@ -200,7 +221,7 @@ class Contender:
             self.vec(done, done + 10)
             done += 10
         per_second = done / (time.perf_counter() - begin)
-        if self.kind == "collect":
+        if self.kind in ("collect", "send"):
             self.settle = 3.0 / per_second + 0.001
             return 1.0 / (self.settle + 1.0 / per_second)
         return per_second
@@ -210,6 +231,8 @@ class Contender:
         gc.collect()
         if self.kind == "collect":
             return {"vec": self.collect(0, steps)}
+        if self.kind == "send":
+            return {"vec": self.send(0, steps)}
         if self.kind != "dummy":
             return {"vec": self.vec(0, steps)}
         half = steps // 2
@@ -395,7 +418,7 @@ def run_case(
     # on an error the children are stopped (main's finally), and a stopping child closes its envs
     for label, child in children.items():
         kwargs = args.subproc_kwargs | (args.candidate_kwargs if label != BASELINE else {})
-        subproc = case.kind in ("subproc", "collect")
+        subproc = case.kind in ("subproc", "collect", "send")
         child.request(
             "setup",
             **setup,
@@ -414,7 +437,7 @@ def run_case(
             if case.kind == "dummy":
                 values[label].append((reply["vec"] - reply["plain"]) / env_steps * 1e6)
                 plain.append(reply["plain"] / env_steps * 1e6)
-            elif case.kind == "collect":
+            elif case.kind in ("collect", "send"):
                 values[label].append(reply["vec"] / env_steps * 1e6)
             else:
                 values[label].append(env_steps / reply["vec"])
@@ -468,8 +491,8 @@ def table_row(name: str, case: Case, result: dict[str, Any]) -> dict[str, str]:
         "case": name,
         "statistic": "env-steps/s, cand / base"
         if ratio
-        else "collect us/env-step, cand - base"
-        if case.kind == "collect"
+        else f"{case.kind} us/env-step, cand - base"
+        if case.kind in ("collect", "send")
         else "overhead us/env-step, cand - base",
         "plain us/env-step": f"{np.median(result['plain']):.3f}" if result["plain"] else "",
         "baseline": value(BASELINE),
@@ -611,9 +634,10 @@ def main() -> None:
         render(frame),
         "",
         "baseline / candidate: median over rounds of each process's env-steps/s (subproc), DummyVecEnv overhead "
-        "in us/env-step over a plain loop in the same process and round (dummy), or step_wait's time in "
-        "us/env-step once every worker has replied (collect). A/B: per round, candidate / baseline (subproc) or "
-        "candidate - baseline (dummy, collect); A/A: the same with a second candidate process "
+        "in us/env-step over a plain loop in the same process and round (dummy), step_wait's time in "
+        "us/env-step once every worker has replied (collect), or step_async's CPU time in us/env-step, every "
+        "worker idle (send). A/B: per round, candidate / baseline (subproc) or "
+        "candidate - baseline (dummy, collect, send); A/A: the same with a second candidate process "
         "against the first, in the same rounds. Median and quartiles over rounds. verdict: A/B's p25..p75 "
         "entirely above or below A/A's, else within A/A noise.",
         *notes,

@@ -4,6 +4,7 @@ end-to-end run (JSON that parses back, a PNG that decodes). No timing assertions
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -12,6 +13,7 @@ import pickle
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -799,14 +801,13 @@ def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyP
         del sys.modules[goals.__name__]
 
 
-def test_revision_ab_collect_times_step_wait_alone_after_a_settle_per_step(monkeypatch):
-    """A ``collect-*`` case of benchmarks/revision_ab.py: after the warm-up, each measured step is ``step_async``,
-    a sleep of ``settle`` (3 steps' time plus 1 ms), then ``step_wait`` (the only part timed); every step is
-    a real step of the vector env."""
+@contextlib.contextmanager
+def _revision_ab_contender(monkeypatch: Any, kind: str) -> Iterator[tuple[Any, Any]]:
+    """benchmarks/revision_ab.py loaded, and a ``kind`` contender of 4 CartPoles in 2 workers, warmed up."""
     revision_ab = _load_goals_script("revision_ab_under_test", "revision_ab.py")
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     actions = [[k % 2, (k + 1) % 2, 0, 1] for k in range(revision_ab.ACTION_POOL)]
-    request = {"kind": "collect", "workload": "cartpole", "num_envs": 4, "cpu_iterations": None}
+    request = {"kind": kind, "workload": "cartpole", "num_envs": 4, "cpu_iterations": None}
     request |= {"actions": actions, "dtype": "int64", "subproc_kwargs": {"n_workers": 2}}
     # (the checking wrapper lives in the script, which the worker processes cannot import under this name)
     monkeypatch.setattr(revision_ab, "CheckedFactory", lambda tree, inner: inner)
@@ -815,18 +816,45 @@ def test_revision_ab_collect_times_step_wait_alone_after_a_settle_per_step(monke
         contender = revision_ab.Contender(repo, request)
         assert contender.settle == 0.0
         per_second = contender.warmup(0.05)
-        settle = contender.settle
-        assert settle > 0.001
-        assert 0 < per_second < 1 / settle
+        assert contender.settle > 0.001
+        assert 0 < per_second < 1 / contender.settle
+        yield revision_ab, contender
+    finally:
+        if contender is not None:
+            contender.close()
+        del sys.modules[revision_ab.__name__]
+
+
+def test_revision_ab_collect_times_step_wait_alone_after_a_settle_per_step(monkeypatch):
+    """A ``collect-*`` case of benchmarks/revision_ab.py: after the warm-up, each measured step is ``step_async``,
+    a sleep of ``settle`` (3 steps' time plus 1 ms), then ``step_wait`` (the only part timed); every step is
+    a real step of the vector env."""
+    with _revision_ab_contender(monkeypatch, "collect") as (revision_ab, contender):
         before = contender.venv.step_stats().steps
         slept: list[float] = []
         real_sleep = time.sleep
         monkeypatch.setattr(revision_ab.time, "sleep", lambda seconds: (slept.append(seconds), real_sleep(seconds)))
         timed = contender.measure(5)["vec"]
-        assert slept == [settle] * 5
+        assert slept == [contender.settle] * 5
         assert contender.venv.step_stats().steps - before == 5
         assert timed > 0
-    finally:
-        if contender is not None:
-            contender.close()
-        del sys.modules[revision_ab.__name__]
+
+
+def test_revision_ab_send_counts_the_cpu_time_of_step_async_alone(monkeypatch):
+    """A ``send-*`` case of benchmarks/revision_ab.py: each measured step is ``step_async`` (timed with the
+    thread's CPU clock), a sleep of ``settle``, then ``step_wait`` (not timed); every step is a real step."""
+    with _revision_ab_contender(monkeypatch, "send") as (revision_ab, contender):
+        # a CPU clock that only the two halves move: 0.25 s per step_async, 4 s per step_wait
+        cpu = [0.0]
+        venv = contender.venv
+        step_async, step_wait = venv.step_async, venv.step_wait
+        monkeypatch.setattr(venv, "step_async", lambda a: (cpu.__setitem__(0, cpu[0] + 0.25), step_async(a))[1])
+        monkeypatch.setattr(venv, "step_wait", lambda: (cpu.__setitem__(0, cpu[0] + 4.0), step_wait())[1])
+        monkeypatch.setattr(revision_ab.time, "thread_time", lambda: cpu[0])
+        slept: list[float] = []
+        real_sleep = time.sleep
+        monkeypatch.setattr(revision_ab.time, "sleep", lambda seconds: (slept.append(seconds), real_sleep(seconds)))
+        before = venv.step_stats().steps
+        assert contender.measure(5)["vec"] == 5 * 0.25
+        assert slept == [contender.settle] * 5
+        assert venv.step_stats().steps - before == 5

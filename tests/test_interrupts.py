@@ -26,7 +26,7 @@ import pytest
 import vecenv
 from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
 from vecenv.interrupts import GUARD
-from vecenv.workers import pipes, subproc
+from vecenv.workers import common_step, pipes, subproc
 
 WAIT_MODES = ["block", "spin", "auto"]
 NEEDS_RAY = pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (the ray extra)")
@@ -106,9 +106,9 @@ def subproc_venv(built: list[Any], n_envs: int, wait_mode: str) -> vecenv.Subpro
 
 
 class _SigintAt:
-    """Stands in for the ``os`` module in :mod:`vecenv.workers.subproc` and :mod:`vecenv.workers.pipes` (see
-    :func:`fake_os`): the ``call``-th call of ``name`` (write, read) delivers SIGINT to this process as it
-    returns, as a Ctrl-C does when it arrives during that system call."""
+    """Stands in for the ``os`` module in :mod:`vecenv.workers.subproc`, :mod:`~vecenv.workers.pipes` and
+    :mod:`~vecenv.workers.common_step` (see :func:`fake_os`): the ``call``-th call of ``name`` (write, read)
+    delivers SIGINT to this process as it returns, as a Ctrl-C does when it arrives during that system call."""
 
     def __init__(self, name: str, call: int) -> None:
         self.name, self.call, self.calls, self.delivered = name, call, 0, False
@@ -133,6 +133,7 @@ def fake_os(monkeypatch: Any, fake: _SigintAt) -> _SigintAt:
     """Put ``fake`` in place of ``os`` where the calling process writes requests and reads replies."""
     monkeypatch.setattr(subproc, "os", fake)
     monkeypatch.setattr(pipes, "os", fake)
+    monkeypatch.setattr(common_step, "os", fake)
     return fake
 
 

@@ -181,7 +181,14 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         self._plan = plan
         self._prepare_obs_write(keep_rows=plan is not None)  # (envs that hold results keep their rows)
         try:
-            for w, local_ids in self._full_plan if plan is None else plan:
+            if plan is not None:
+                requests = plan
+            elif shared and self._common_step is not None:
+                # the common step's requests in one loop; the workers it did not serve go one by one below
+                requests = self._full_plan[self._common_step.send() :]
+            else:
+                requests = self._full_plan
+            for w, local_ids in requests:
                 worker = workers[w]
                 if shared and worker.reads_shared_actions:
                     payload: tuple[Any, Any] = _SHARED_STEP if local_ids is None else (None, local_ids)
@@ -223,7 +230,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         self._received = {}
         try:
             stepped = self._all_workers if plan is None else [w for w, _ in plan]
-            collector = self._step_collector if plan is None and not self._dead else None
+            collector = self._common_step if plan is None and not self._dead else None
             if collector is None:
                 results = call_all(self._recv_step, stepped, [self._workers[w] for w in stepped], self._clock)
             else:

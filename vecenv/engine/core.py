@@ -137,7 +137,7 @@ class EngineCore(VecEnv):
             self._all_workers = list(range(len(self._workers)))
             # the full step's replies collected in one loop, where the workers' transport has one
             kinds = {type(worker) for worker in self._workers}
-            self._step_collector: Any = kinds.pop().step_collector(self._workers) if len(kinds) == 1 else None
+            self._common_step: Any = kinds.pop().common_step(self._workers) if len(kinds) == 1 else None
             # step results received during the current collection, by worker (held if the step fails)
             self._received: dict[int, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
             self._write_action = make_action_writer(action_space)

@@ -99,11 +99,13 @@ class Worker(ABC):
             time.sleep(0.001)
 
     @classmethod
-    def step_collector(cls, workers: Sequence[Worker]) -> Any:
-        """What collects the STEP replies of ``workers`` (a vector env's workers, all of this class) faster than
-        :meth:`recv` on each: an object whose ``collect(received, clock)`` puts each worker's reply, decoded as
-        :meth:`recv` returns it, into ``received[position]`` and returns whether every reply is there (see
-        :class:`vecenv.workers.step_replies.StepReplies`); None (the default) when the transport has none."""
+    def common_step(cls, workers: Sequence[Worker]) -> Any:
+        """What sends the common step (every env, actions in shared memory) to ``workers`` (a vector env's workers,
+        all of this class) and collects its replies faster than :meth:`send` and :meth:`recv` on each, or None
+        (the default) when the transport has nothing faster. Its ``send()`` returns how many workers, from the
+        first, got their request (the others are sent to one by one); its ``collect(received, clock)`` puts each
+        worker's reply, decoded as :meth:`recv` returns it, into ``received[position]`` and returns whether every
+        reply is there (see :class:`vecenv.workers.common_step.CommonStep`)."""
         return None
 
     @property

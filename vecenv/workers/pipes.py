@@ -66,7 +66,7 @@ _REPLY_CHUNK = 4096
 
 def read_reply(fd: int) -> bytes:
     """Read one framed message from a pipe that holds nothing after it, the reply to the only request in flight
-    (:class:`~vecenv.workers.step_replies.StepReplies`): a message of up to 4 KiB, header included, costs one
+    (:class:`~vecenv.workers.common_step.CommonStep`): a message of up to 4 KiB, header included, costs one
     ``read(2)`` where :func:`read_message` makes two.
 
     :raises EOFError: if the pipe's other end is closed.

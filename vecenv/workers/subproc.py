@@ -47,6 +47,7 @@ from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.shared_memory import SharedBatch
 from vecenv.workers.base import Worker
+from vecenv.workers.common_step import CommonStep
 from vecenv.workers.messages import (
     CALL,
     STEP_SHARED_MESSAGE,
@@ -55,7 +56,6 @@ from vecenv.workers.messages import (
 )
 from vecenv.workers.pipes import STEP_SHARED_FRAME, frame, read_message, write_message
 from vecenv.workers.spin import REPLIES, REQUESTS, Spinner
-from vecenv.workers.step_replies import StepReplies
 from vecenv.workers.worker_process import WorkerLoop, worker_main
 
 __all__ = ["SharedFd", "SubprocWorker", "WorkerLoop", "frame", "read_message", "worker_main", "write_message"]
@@ -205,7 +205,7 @@ class SubprocWorker(MessageWorker):
         #: a poll over several workers (:meth:`wait_any`) saw this worker's reply in the pipe, not read yet:
         #: :meth:`_recv_raw` reads it without polling again (only :meth:`_recv_raw` reads the pipe)
         self._reply_seen = False
-        #: a reply read from the pipe by :class:`~vecenv.workers.step_replies.StepReplies` and handed back
+        #: a reply read from the pipe by :class:`~vecenv.workers.common_step.CommonStep` and handed back
         #: (:meth:`hand_back`): :meth:`_recv_raw` returns it without reading the pipe
         self._unread: bytes | None = None
 
@@ -286,10 +286,10 @@ class SubprocWorker(MessageWorker):
         return ready
 
     @classmethod
-    def step_collector(cls, workers: Sequence[Worker]) -> StepReplies:
-        """One poll set over every worker's pipe and sentinel, and each reply decoded as it arrives
-        (:class:`~vecenv.workers.step_replies.StepReplies`)."""
-        return StepReplies([worker for worker in workers if isinstance(worker, SubprocWorker)])
+    def common_step(cls, workers: Sequence[Worker]) -> CommonStep:
+        """Every request written in one loop; one poll set over every worker's pipe and sentinel, and each reply
+        decoded as it arrives (:class:`~vecenv.workers.common_step.CommonStep`)."""
+        return CommonStep([worker for worker in workers if isinstance(worker, SubprocWorker)])
 
     @staticmethod
     def _spinner_for(workers: Sequence[Worker]) -> Spinner | None:
@@ -362,7 +362,7 @@ class SubprocWorker(MessageWorker):
 
     def hand_back(self, data: bytes) -> None:
         """Give back the pending request's reply, read from the pipe by
-        :class:`~vecenv.workers.step_replies.StepReplies`: :meth:`recv` takes it as if it came now."""
+        :class:`~vecenv.workers.common_step.CommonStep`: :meth:`recv` takes it as if it came now."""
         self._unread = data
 
     def _recv_raw(self, doing: Command | str) -> bytes:

@@ -1,27 +1,30 @@
-"""The common step's replies, collected in one loop: every worker process's STEP reply read and decoded as it
-arrives, through one ``poll(2)`` set kept for the vector env's life.
+"""The common step of a vector env over worker processes, a step of every env with the actions in shared memory:
+every request written, then every reply read and decoded as it arrives, in one loop each.
 
-The general path (:func:`vecenv.engine.replies.call_all` over :meth:`SubprocWorker.recv
-<vecenv.workers.subproc.SubprocWorker.recv>`) builds a poll set for each wait and passes each reply through
-about a dozen Python calls: with 16 worker processes, that fixed cost per worker and step is most of what the
-calling process does for cheap envs. :class:`StepReplies` does the same work for the common case, a step of
-every env, with one poll set that watches every reply pipe and process sentinel (a reply pipe is readable only
-while its one reply waits in it, so the set never changes while the worker processes live). Where the calling
-process spins (``wait_mode``), it spins on the reply counters of the workers not in yet before each poll, as
-:meth:`SubprocWorker.wait_any <vecenv.workers.subproc.SubprocWorker.wait_any>` does.
+The general path (:meth:`SubprocWorker.send <vecenv.workers.subproc.SubprocWorker.send>` for each worker, then
+:func:`vecenv.engine.replies.call_all` over :meth:`SubprocWorker.recv <vecenv.workers.subproc.SubprocWorker.recv>`)
+builds a poll set for each wait and passes each request and each reply through about a dozen Python calls: with
+16 worker processes, that fixed cost per worker and step is most of what the calling process does for cheap envs.
+:class:`CommonStep` does the same work for the common step: it writes each worker's one-byte request and counts it
+for a worker that spins, then watches every reply pipe and process sentinel with one poll set built once (a
+reply pipe is readable only while its one reply waits in it, so the set never changes while the worker processes
+live). Where the calling process spins (``wait_mode``), it spins on the reply counters of the workers not in yet
+before each poll, as :meth:`SubprocWorker.wait_any <vecenv.workers.subproc.SubprocWorker.wait_any>` does.
 
-Anything else ends the loop, and the replies not collected yet go through the general path, which raises,
+Anything else ends a loop, and the workers it did not serve go through the general path, which raises,
 restarts or times out as it always does:
 
-- a process sentinel (the worker died) or a pipe closed without a reply;
-- no reply before the earliest reply deadline (``step_timeout``);
-- a reply of a step that raised, or one whose decoding raised: its bytes are handed back to the worker
-  (:meth:`~vecenv.workers.subproc.SubprocWorker.hand_back`), whose ``recv`` decodes them again there;
-- a worker lost or not waiting for a STEP reply.
+- sending: a worker lost, still waiting for a reply, reading its actions from a message, or whose pipe broke
+  (the general path finds it dead);
+- collecting: a process sentinel (the worker died) or a pipe closed without a reply; no reply before the
+  earliest reply deadline (``step_timeout``); a reply of a step that raised, or one whose decoding raised (its
+  bytes are handed back to the worker, :meth:`~vecenv.workers.subproc.SubprocWorker.hand_back`, whose ``recv``
+  decodes them again there); a worker lost or not waiting for a STEP reply.
 """
 
 from __future__ import annotations
 
+import os
 import select
 from collections.abc import Sequence
 from time import monotonic, perf_counter
@@ -30,22 +33,23 @@ from typing import TYPE_CHECKING, Any
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.workers.messages import FAILED
-from vecenv.workers.pipes import read_reply
-from vecenv.workers.spin import REPLIES
+from vecenv.workers.pipes import STEP_SHARED_FRAME, read_reply
+from vecenv.workers.spin import REPLIES, REQUESTS
 
 if TYPE_CHECKING:
     from vecenv.stats import StepClock
     from vecenv.workers.spin import Spinner
     from vecenv.workers.subproc import SubprocWorker
 
-__all__ = ["StepReplies"]
+__all__ = ["CommonStep"]
 
 _POLLIN = select.POLLIN
 _STEP = Command.STEP
 
 
-class StepReplies:
-    """Collects the STEP replies of ``workers`` (a vector env's worker processes, in its order) in one loop.
+class CommonStep:
+    """Sends the common step's requests to ``workers`` (a vector env's worker processes, in its order) and
+    collects their replies, in one loop each.
 
     :param workers: the vector env's workers, all :class:`~vecenv.workers.subproc.SubprocWorker`.
     """
@@ -70,6 +74,35 @@ class StepReplies:
                 owner[worker._conn_fd], owner[worker._sentinel] = w, ~w
             self._fds, self._poll, self._owner = fds, poll, owner
         return self._poll
+
+    def send(self) -> int:
+        """Send STEP of every env, actions in the shared action buffer, to the workers in order.
+
+        :return: how many workers, from the first, have their request; the others (all when one of them cannot
+            be served here: see the module) are left to :meth:`SubprocWorker.send
+            <vecenv.workers.subproc.SubprocWorker.send>`, which raises or records what stopped this loop.
+        """
+        workers = self._workers
+        for worker in workers:
+            if worker._pending is not None or worker._lost is not None or not worker.reads_shared_actions:
+                return 0
+        now = monotonic()
+        sent = 0
+        for worker in workers:
+            worker._step_indices = None
+            worker._deadline = None if worker.step_timeout is None else now + worker.step_timeout
+            worker._reply_seen = False
+            try:
+                os.write(worker._send_fd, STEP_SHARED_FRAME)
+            except OSError:  # the pipe broke: the worker is gone, which its own send reports
+                return sent
+            signals = worker._signals
+            if signals is not None:  # a worker that spins for its requests sees them counted
+                worker._requests += 1
+                signals[REQUESTS] = worker._requests
+            worker._pending = _STEP
+            sent += 1
+        return sent
 
     def collect(self, received: dict[int, Any], clock: StepClock | None = None) -> bool:
         """Read and decode the workers' STEP replies as they arrive, each into ``received[position]`` (what

@@ -1,9 +1,9 @@
-"""The full step's replies collected in one loop (:class:`vecenv.workers.step_replies.StepReplies`).
+"""The common step sent and collected in one loop each (:class:`vecenv.workers.common_step.CommonStep`).
 
 Expectations: the same envs stepped one by one with SB3's rule (``tests/reference.py``: observations, rewards,
 dones, infos with their terminal observations, reset infos), and the general path (each worker's ``recv``) on
-the same script where a step fails. Whether the loop collected a step is read from the calls to
-``SubprocWorker.recv``, which it does not make.
+the same script where a step fails. Whether the loops served a step is read from the calls to
+``SubprocWorker.send`` and ``recv``, which they do not make.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 import vecenv
 from tests.envs import CounterEnv, EnvFaultError, FaultEnv
 from tests.reference import ReferenceVecEnv, assert_infos_equal, assert_step_equal
-from vecenv.workers.step_replies import StepReplies
+from vecenv.workers.common_step import CommonStep
 from vecenv.workers.subproc import SubprocWorker
 
 
@@ -49,22 +49,28 @@ def _env_fns(n: int) -> list:
 
 
 @pytest.fixture
-def recv_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The envs of each ``SubprocWorker.recv`` call made in this test (the general path)."""
-    calls: list[int] = []
-    recv = SubprocWorker.recv
+def general_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``"send"`` / ``"recv"`` for each ``SubprocWorker.send`` / ``recv`` call made in this test (the general
+    path)."""
+    calls: list[str] = []
+    send, recv = SubprocWorker.send, SubprocWorker.recv
 
-    def counted(self: SubprocWorker) -> Any:
-        calls.append(self.env_indices[0])
+    def counted_send(self: SubprocWorker, command: Any, payload: Any) -> None:
+        calls.append("send")
+        send(self, command, payload)
+
+    def counted_recv(self: SubprocWorker) -> Any:
+        calls.append("recv")
         return recv(self)
 
-    monkeypatch.setattr(SubprocWorker, "recv", counted)
+    monkeypatch.setattr(SubprocWorker, "send", counted_send)
+    monkeypatch.setattr(SubprocWorker, "recv", counted_recv)
     return calls
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("wait_mode", ["block", "spin", "auto"])
-def test_every_step_collected_in_one_loop_equals_each_env_stepped_by_hand(recv_calls, wait_mode):
+def test_every_step_collected_in_one_loop_equals_each_env_stepped_by_hand(general_calls, wait_mode):
     n = 12
     reference = ReferenceVecEnv(_env_fns(n))
     venv = vecenv.SubprocVecEnv(_env_fns(n), n_workers=4, wait_mode=wait_mode)
@@ -75,9 +81,9 @@ def test_every_step_collected_in_one_loop_equals_each_env_stepped_by_hand(recv_c
         rng = np.random.default_rng(0)
         for _ in range(20):
             actions = rng.integers(0, 3, n)
-            del recv_calls[:]
+            del general_calls[:]
             assert_step_equal(venv, reference, actions)  # (SB3's rule, each env stepped by hand)
-            assert recv_calls == []  # the loop collected the step, spinning or blocking
+            assert general_calls == []  # the loops sent and collected the step, spinning or blocking
         stats = venv.step_stats()
         assert stats.steps == 20 and stats.env_steps == 20 * n and stats.wait_seconds > 0.0
         if wait_mode == "spin":  # the calling process spun on the reply counters
@@ -92,7 +98,7 @@ def _run_with_a_failing_env(collect_in_one_loop: bool) -> list[Any]:
     fns[5] = functools.partial(FaultEnv, fail_in="step", after=3, offset=5, episode_len=4)
     venv = vecenv.SubprocVecEnv(fns, n_workers=4, wait_mode="block")
     if not collect_in_one_loop:
-        venv._step_collector = None
+        venv._common_step = None
     seen: list[Any] = []
     try:
         venv.seed(3)
@@ -140,7 +146,7 @@ def test_a_failed_step_read_by_the_loop_is_raised_as_by_the_general_path(monkeyp
 
 
 @pytest.mark.timeout(60)
-def test_a_restarted_worker_is_collected_by_the_loop_again(recv_calls):
+def test_a_restarted_worker_is_served_by_the_loops_again(general_calls):
     fns = [functools.partial(CounterEnv, episode_len=50, offset=i) for i in range(4)]
     venv = vecenv.SubprocVecEnv(fns, n_workers=2, max_restarts=1, wait_mode="block")
     try:
@@ -152,9 +158,9 @@ def test_a_restarted_worker_is_collected_by_the_loop_again(recv_calls):
             warnings.simplefilter("ignore", RuntimeWarning)
             _, _, dones, infos = venv.step(np.zeros(4, dtype=np.int64))
         assert dones.tolist() == [False, False, True, True] and infos[2]["vecenv.restarted"]
-        del recv_calls[:]
+        del general_calls[:]
         obs, _, dones, _ = venv.step(np.zeros(4, dtype=np.int64))
-        assert recv_calls == []  # the new process's pipe and sentinel are in the poll set
+        assert general_calls == []  # the new process's pipes and sentinel are the loops' now
         # worker 0's envs go on; worker 1's started a fresh episode at the restart: [offset, episode, t, noise]
         assert obs[:, :3].tolist() == [[0, 0, 3], [1, 0, 3], [2, 0, 1], [3, 0, 1]]
     finally:
@@ -164,11 +170,11 @@ def test_a_restarted_worker_is_collected_by_the_loop_again(recv_calls):
 def test_the_loop_is_only_for_worker_processes():
     venv = vecenv.SubprocVecEnv(_env_fns(4), n_workers=2, parent_envs=1)
     try:
-        assert venv._step_collector is None  # in-process and process workers: each worker's recv
+        assert venv._common_step is None  # in-process and process workers: each worker's recv
     finally:
         venv.close()
     venv = vecenv.SubprocVecEnv(_env_fns(4), n_workers=2)
     try:
-        assert isinstance(venv._step_collector, StepReplies)
+        assert isinstance(venv._common_step, CommonStep)
     finally:
         venv.close()
