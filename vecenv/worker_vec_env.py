@@ -228,6 +228,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         """
         plan = self._plan
         self._received = {}
+        infos: list[Any] | None = None  # the step's infos, when the common step's loop placed them as they came
         try:
             stepped = self._all_workers if plan is None else [w for w, _ in plan]
             collector = self._common_step if plan is None and not self._dead else None
@@ -235,7 +236,9 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
                 results = call_all(self._recv_step, stepped, [self._workers[w] for w in stepped], self._clock)
             else:
                 received = self._received
-                if not collector.collect(received, self._clock):  # the others through the general path
+                infos = [None] * self.num_envs
+                if not collector.collect(received, self._clock, infos, self.reset_infos):
+                    infos = None  # the others through the general path
                     left = [w for w in stepped if w not in received]
                     call_all(self._recv_step, left, [self._workers[w] for w in left], self._clock)
                 results = [received[w] for w in stepped]
@@ -250,6 +253,8 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             self._hold_received(plan)
             held = self._held
             return self._step_result([held.pop(i) for i in range(self.num_envs)])
+        if infos is not None:
+            return self._step_result(infos)
         reset_infos = self.reset_infos
         if len(results) == 1:  # one group: its infos list is fresh, hand it out as is
             infos, reset_infos[:] = results[0]

@@ -61,6 +61,8 @@ class CommonStep:
         self._poll: Any = None
         #: descriptor -> worker position, or ``~position`` for the worker's process sentinel
         self._owner: dict[int, int] = {}
+        #: each worker's envs: ``(start, stop)`` in the vector env
+        self._ranges = [(worker.env_indices[0], worker.env_indices[-1] + 1) for worker in self._workers]
 
     def _poll_set(self) -> Any:
         """The poll set over every worker's reply pipe and sentinel, rebuilt when a restart changed them."""
@@ -104,12 +106,21 @@ class CommonStep:
             sent += 1
         return sent
 
-    def collect(self, received: dict[int, Any], clock: StepClock | None = None) -> bool:
+    def collect(
+        self,
+        received: dict[int, Any],
+        clock: StepClock | None = None,
+        infos: list[Any] | None = None,
+        reset_infos: list[Any] | None = None,
+    ) -> bool:
         """Read and decode the workers' STEP replies as they arrive, each into ``received[position]`` (what
-        :meth:`~vecenv.workers.subproc.SubprocWorker.recv` returns for it).
+        :meth:`~vecenv.workers.subproc.SubprocWorker.recv` returns for it: its envs' infos and reset infos).
 
         :param clock: the vector env's time accounts: the time spent polling and reading is added to its
             ``wait``, as :meth:`~vecenv.workers.subproc.SubprocWorker.recv` does.
+        :param infos: ``(num_envs,)`` list, and ``reset_infos``: the vector env's reset infos: each worker's
+            infos and reset infos are placed at its envs' positions as its reply arrives, so that nothing over
+            the whole batch is left for after the last reply.
         :return: True when every worker's reply is in ``received``; False when the loop ended early (see the
             module): the workers whose reply is not in ``received`` still wait for it, to be collected by
             ``recv``.
@@ -158,12 +169,15 @@ class CommonStep:
                 worker = workers[w]
                 if data[0] != FAILED:
                     try:
-                        received[w] = worker._step_reply(data)
+                        result = received[w] = worker._step_reply(data)
                     except Exception:
                         pass
                     else:
                         worker._pending = None
                         left -= 1
+                        if infos is not None and reset_infos is not None:
+                            start, stop = self._ranges[w]
+                            infos[start:stop], reset_infos[start:stop] = result
                         continue
                 worker.hand_back(data)  # decoded again, and raised, by the worker's recv
                 ended = True
