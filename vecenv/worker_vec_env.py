@@ -241,7 +241,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
                     infos = None  # the others through the general path
                     left = [w for w in stepped if w not in received]
                     call_all(self._recv_step, left, [self._workers[w] for w in left], self._clock)
-                results = [received[w] for w in stepped]
+                    results = [received[w] for w in stepped]
         except BaseException:
             self._hold_received(plan)
             # a worker not waited for yet (KeyboardInterrupt) still steps: collected by the next call; a dead worker

@@ -36,6 +36,29 @@ def _read_exactly(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
+def _rest_of_message(fd: int, data: bytes) -> bytes:
+    """The body of the framed message whose first bytes are ``data`` (the first read of it, possibly short of
+    its header), reading the rest from ``fd``.
+
+    :raises EOFError: if the pipe's other end is closed.
+    :raises RuntimeError: if ``data`` runs past the message (the pipe held a second one).
+    """
+    if not data:
+        raise EOFError
+    if len(data) < _SIZE.size:
+        data += _read_exactly(fd, _SIZE.size - len(data))
+    (size,), start = _SIZE.unpack_from(data), _SIZE.size
+    if size == -1:
+        big = _SIZE.size + _BIG_SIZE.size
+        if len(data) < big:
+            data += _read_exactly(fd, big - len(data))
+        (size,), start = _BIG_SIZE.unpack_from(data, _SIZE.size), big
+    body = data[start:]
+    if len(body) > size:
+        raise RuntimeError("vecenv: a worker's reply pipe held more than the reply to the request in flight")
+    return body + _read_exactly(fd, size - len(body)) if len(body) < size else body
+
+
 def read_message(fd: int) -> bytes:
     """Read one framed message from a pipe; a 1-byte message (every step request and most replies) costs
     one ``read(2)`` where ``Connection.recv_bytes`` makes two. Never reads past the message, which is why
@@ -46,18 +69,7 @@ def read_message(fd: int) -> bytes:
     head = os.read(fd, 5)
     if head[:4] == _ONE_BYTE_HEADER and len(head) == 5:
         return head[4:]
-    if len(head) < 4:
-        if not head:
-            raise EOFError
-        head += _read_exactly(fd, 4 - len(head))
-    (size,) = _SIZE.unpack(head[:4])
-    if size == -1:
-        extra = head[4:] + _read_exactly(fd, _BIG_SIZE.size - len(head[4:]))
-        (size,) = _BIG_SIZE.unpack(extra[: _BIG_SIZE.size])
-        body = extra[_BIG_SIZE.size :]
-    else:
-        body = head[4:]
-    return body + _read_exactly(fd, size - len(body)) if len(body) < size else body
+    return _rest_of_message(fd, head)
 
 
 #: how many bytes :func:`read_reply` asks for at once: a header and a reply of a step's infos fit
@@ -75,19 +87,7 @@ def read_reply(fd: int) -> bytes:
     data = os.read(fd, _REPLY_CHUNK)
     if len(data) > 4 and _SIZE.unpack_from(data)[0] == len(data) - 4:  # the whole message
         return data[4:]
-    if not data:
-        raise EOFError
-    if len(data) < 4:
-        data += _read_exactly(fd, 4 - len(data))
-    (size,), start = _SIZE.unpack_from(data), 4
-    if size == -1:
-        if len(data) < 12:
-            data += _read_exactly(fd, 12 - len(data))
-        (size,), start = _BIG_SIZE.unpack_from(data, 4), 12
-    body = data[start:]
-    if len(body) > size:
-        raise RuntimeError("vecenv: a worker's reply pipe held more than the reply to the request in flight")
-    return body + _read_exactly(fd, size - len(body)) if len(body) < size else body
+    return _rest_of_message(fd, data)
 
 
 def frame(data: bytes) -> bytes:
