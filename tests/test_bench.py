@@ -22,6 +22,7 @@ import pytest
 from gymnasium import spaces
 
 import vecenv
+from tests.bench_scripts import load_bench_script
 from vecenv.bench import memory
 from vecenv.bench.runner import (
     BenchConfig,
@@ -858,3 +859,38 @@ def test_revision_ab_send_counts_the_cpu_time_of_step_async_alone(monkeypatch):
         assert contender.measure(5)["vec"] == 5 * 0.25
         assert slept == [contender.settle] * 5
         assert venv.step_stats().steps - before == 5
+
+
+def test_wakeups_script_wakes_every_worker_once_per_wake_of_each_kind() -> None:
+    """benchmarks/wakeups.py: per W, one row per kind; every worker of both kinds woke exactly once per wake sent
+    (the warm-up wake and ``rounds x wakes``), and a worker's wake time lies after the writes began."""
+    wakeups = load_bench_script("wakeups_under_test", "wakeups.py")
+    result = wakeups.main(["--workers", "3", "--rounds", "2", "--wakes", "4", "--idle", "0.0005"])
+    (measured,) = result["results"]
+    assert measured["wakes_per_worker"] == {"pipes": 1 + 2 * 4, "eventfd": 1 + 2 * 4}
+    rows = result["rows"]
+    assert [(row["workers"], row["kind"]) for row in rows] == [(3, "pipes"), (3, "eventfd")]
+    assert rows[0]["x pipes"] == 1.0
+    for row in rows:
+        assert 0 <= row["median awake us"] <= row["last awake us"]
+        assert row["writer CPU us"] >= 0 and row["write us"] >= 0
+    assert "| workers | kind" in result["text"]
+
+
+def test_wakeups_workers_detect_a_lost_wake_and_end_with_close() -> None:
+    """A worker whose wake count differs from the wakes sent is reported; ``close`` ends and reaps every worker."""
+    wakeups = load_bench_script("wakeups_under_test", "wakeups.py")
+    pool = wakeups.Workers("eventfd", 2)
+    try:
+        pool.wake()
+        pool.wake()
+        pool.check_counts()
+        pool.cells[3] -= 1  # worker 1 missed one
+        with pytest.raises(RuntimeError, match=r"counted \[2, 1\] wakes, 2 were sent"):
+            pool.check_counts()
+        pids = list(pool.pids)
+    finally:
+        pool.close()
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
