@@ -13,6 +13,8 @@ script trains, in rounds, with every vector env of a case and reports for each:
 - ``step share``: the part of ``learn s`` spent inside the vector env's ``step`` / ``step_async`` /
   ``step_wait`` (the instance's methods wrapped with ``time.perf_counter``; a call inside another of them is not
   counted twice), and ``step us``: that time per vector step;
+- ``step x ref``: that time over the reference's in the same round (median over rounds): the vector envs' own
+  time compared, without the trainer's compute, whose noise weighs on ``x ref``;
 - ``episodes``: episodes that ended during the run (every vector env runs the same seeds, so equal counts are a
   check that they trained on the same trajectories).
 
@@ -78,10 +80,11 @@ COLUMNS = [
     "x ref min..max",
     "step share",
     "step us",
+    "step x ref",
     "episodes",
     "startup s",
 ]
-_RIGHT = [False, False, True, True, True, True, True, True, True, True]
+_RIGHT = [False, False, True, True, True, True, True, True, True, True, True]
 
 
 @dataclass(frozen=True)
@@ -484,9 +487,13 @@ def summarize(case_record: dict[str, Any]) -> list[dict[str, Any]]:
     def rates(vec_env: str) -> np.ndarray:
         return np.array([r["env_steps"] / r["learn_s"] for r in runs[vec_env]])
 
+    def step_seconds(vec_env: str) -> np.ndarray:
+        return np.array([r["step_s"] for r in runs[vec_env]])
+
     rows = []
     for vec_env, per_round in runs.items():
         ratios = rates(vec_env) / rates(reference)
+        step_ratios = step_seconds(vec_env) / step_seconds(reference)
         learn = np.array([r["learn_s"] for r in per_round])
         shares = np.array([r["step_s"] / r["learn_s"] for r in per_round])
         rows.append(
@@ -505,6 +512,8 @@ def summarize(case_record: dict[str, Any]) -> list[dict[str, Any]]:
                 "ratio_max": float(ratios.max()),
                 "step_share": float(np.median(shares)),
                 "step_us": float(np.median([r["step_s"] / r["vector_steps"] * 1e6 for r in per_round])),
+                "step_ratio": float(np.median(step_ratios)),
+                "step_ratios": step_ratios.tolist(),
                 "startup_s": float(np.median([r["startup_s"] for r in per_round])),
                 "ratios": ratios.tolist(),
                 "rounds": per_round,
@@ -531,6 +540,7 @@ def table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
                 f"{row['ratio_min']:.2f}..{row['ratio_max']:.2f}",
                 f"{row['step_share']:.3f}",
                 f"{row['step_us']:.0f}",
+                f"{row['step_ratio']:.3f}",
                 "/".join(str(e) for e in episodes),
                 f"{row['startup_s']:.2f}",
             ]
@@ -655,8 +665,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{args.seed}; PPO n_steps {N_STEPS}, batch size {BATCH_SIZE}, {N_EPOCHS} epochs. `learn s`: wall time "
             "of learn() (median over rounds); `env-steps/s`: env-steps over it; `x ref`: median of the per-round "
             "ratios of env-steps/s to the reference's; `step share`: time inside the vector env's step over "
-            f"learn s; `step us`: that time per vector step; the step timer adds {overhead:.2f} us per vector "
-            "step.",
+            f"learn s; `step us`: that time per vector step; `step x ref`: median of the per-round ratios of that "
+            f"time to the reference's; the step timer adds {overhead:.2f} us per vector step.",
             "",
             render_markdown(COLUMNS, table_rows(rows), _RIGHT),
             "",

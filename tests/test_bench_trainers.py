@@ -216,6 +216,11 @@ def test_ratios_are_paired_by_round_and_the_reference_is_exactly_one(tiny_run: d
             assert row["ratio"] == pytest.approx(float(np.median(rates / ref_rates)))
             assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"], name
             assert row["rate"] == pytest.approx(float(np.median(rates)))
+            steps = np.array([run["step_s"] for run in row["rounds"]])
+            ref_steps = np.array([run["step_s"] for run in by_name[reference]["rounds"]])
+            assert row["step_ratios"] == pytest.approx((steps / ref_steps).tolist())
+            assert row["step_ratio"] == pytest.approx(float(np.median(steps / ref_steps)))
+        assert by_name[reference]["step_ratios"] == [1.0] * ROUNDS
 
 
 @pytest.mark.sb3
