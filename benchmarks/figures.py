@@ -584,8 +584,13 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         name="trainers",
         sections=(("docs/performance.md", "## In a trainer"),),
-        commits=("04af837",),
-        snapshots=("2026-11-28-trainers.md", "2026-11-28-trainers.json"),
+        commits=("f7558d4",),
+        snapshots=(
+            "2026-11-28-trainers.md",
+            "2026-11-28-trainers.json",
+            "2026-11-28-trainers-dummy8.md",
+            "2026-11-28-trainers-dummy8.json",
+        ),
         steps=(
             Step(
                 (
@@ -594,7 +599,7 @@ FIGURES: tuple[Figure, ...] = (
                     "--cases",
                     "cartpole-8,cartpole-64,cleanrl-8",
                     "--rounds",
-                    "3",
+                    "6",
                     "--timesteps",
                     "32768",
                     "--markdown",
@@ -605,8 +610,22 @@ FIGURES: tuple[Figure, ...] = (
                 smoke=("--cases", "cartpole-8", "--rounds", "1", "--timesteps", "1024"),
                 needs=("torch", "stable_baselines3"),
             ),
+            Step(
+                (
+                    *("{python}", "benchmarks/trainers.py", "--cases", "cartpole-8", "--vec-envs", "vecenv-dummy"),
+                    *("--rounds", "16", "--timesteps", "8192", "--markdown", "{out}/{date}-trainers-dummy8.md"),
+                    *("--json", "{out}/{date}-trainers-dummy8.json"),
+                ),
+                smoke=("--rounds", "1", "--timesteps", "1024"),
+                needs=("torch", "stable_baselines3"),
+            ),
         ),
-        outputs=("{date}-trainers.md", "{date}-trainers.json"),
+        outputs=(
+            "{date}-trainers.md",
+            "{date}-trainers.json",
+            "{date}-trainers-dummy8.md",
+            "{date}-trainers-dummy8.json",
+        ),
     ),
 )
 
