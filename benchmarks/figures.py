@@ -389,11 +389,12 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         name="slots",
         sections=(("docs/performance.md", "## Observations without a copy, measured"),),
-        commits=("04af837", "7a59a73"),
+        commits=("04af837", "7a59a73", "bee5adc"),
         snapshots=(
             "2026-11-28-ab-slots.md",
             "2026-11-28-scaling2-slots.md",
             "2026-11-28-goals-slots.md",
+            "2026-11-28-goals-common-step.md",
         ),
         steps=(
             Step(
@@ -438,8 +439,17 @@ FIGURES: tuple[Figure, ...] = (
                 ("{python}", "benchmarks/goals.py", "--rounds", "10", "--output", "{out}/{date}-goals-slots.md"),
                 smoke=("--cases", "cartpole-64", "--rounds", "1", "--seconds", "0.02"),
             ),
+            Step(
+                ("{python}", "benchmarks/goals.py", "--rounds", "10", "--output", "{out}/{date}-goals-common-step.md"),
+                smoke=("--cases", "cartpole-64", "--rounds", "1", "--seconds", "0.02"),
+            ),
         ),
-        outputs=("{date}-ab-slots.md", "{date}-scaling2-slots.md", "{date}-goals-slots.md"),
+        outputs=(
+            "{date}-ab-slots.md",
+            "{date}-scaling2-slots.md",
+            "{date}-goals-slots.md",
+            "{date}-goals-common-step.md",
+        ),
     ),
     Figure(
         name="sixteen",
