@@ -55,6 +55,8 @@ class Workers:
         self._shared = mmap.mmap(-1, 16 * workers)  # anonymous and shared: the children write, this process reads
         self.cells = np.frombuffer(self._shared, dtype=np.int64)
         self._ack_read, ack_write = os.pipe()
+        # held by this process alone: a worker sees its end closed (POLLHUP) when this process is gone
+        self._life_read, self._life_write = os.pipe()
         self._requests: list[int] = []  # pipes: each worker's request pipe (write end)
         self._eventfds: list[int] = []
         if kind == "eventfd":
@@ -70,6 +72,8 @@ class Workers:
                 pid = os.fork()
                 if pid == 0:  # the worker: never returns
                     try:
+                        for fd in [self._life_write, *self._requests]:  # (inherited write ends)
+                            os.close(fd)
                         self._serve(w, request_read, ack_write)
                     finally:
                         os._exit(0)
@@ -83,10 +87,10 @@ class Workers:
             os.close(ack_write)
 
     def _serve(self, w: int, request_read: int, ack_write: int) -> None:
+        """A worker's loop, until this process is gone (its request pipe at EOF, or the life pipe hung up)."""
         cells, clock = self.cells, time.monotonic_ns
         if self.kind == "pipes":
-            while True:
-                os.read(request_read, 1)
+            while os.read(request_read, 1):
                 cells[2 * w] = clock()
                 cells[2 * w + 1] += 1
                 os.write(ack_write, b"a")
@@ -94,10 +98,12 @@ class Workers:
         for fd in self._eventfds:
             poll = select.poll()
             poll.register(fd, select.POLLIN)
+            poll.register(self._life_read, select.POLLIN)
             polls.append(poll.poll)
         k = 0
         while True:
-            polls[k % 2]()
+            if any(fd == self._life_read for fd, _ in polls[k % 2]()):
+                return
             cells[2 * w] = clock()
             cells[2 * w + 1] += 1
             os.write(ack_write, b"a")
@@ -144,10 +150,11 @@ class Workers:
             except (ProcessLookupError, ChildProcessError):
                 pass
         self.pids = []
-        for fd in [self._ack_read, *self._requests, *self._eventfds]:
+        for fd in [self._ack_read, self._life_read, self._life_write, *self._requests, *self._eventfds]:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self._requests, self._eventfds, self._ack_read = [], [], -1
+        self._requests, self._eventfds = [], []
+        self._ack_read = self._life_read = self._life_write = -1
 
 
 def measure(workers: int, rounds: int, wakes: int, idle: float) -> dict[str, Any]:

@@ -894,3 +894,39 @@ def test_wakeups_workers_detect_a_lost_wake_and_end_with_close() -> None:
     for pid in pids:
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_wakeups_workers_end_when_the_waking_process_is_killed() -> None:
+    """The workers of both kinds exit on their own once the process that woke them is gone, even killed."""
+    script = (
+        "import sys, time\n"
+        f"sys.path.insert(0, {os.path.join(os.path.dirname(os.path.dirname(__file__)), 'benchmarks')!r})\n"
+        "import wakeups\n"
+        "pools = [wakeups.Workers('pipes', 2), wakeups.Workers('eventfd', 2)]\n"
+        "for pool in pools:\n"
+        "    pool.wake()\n"
+        "print(' '.join(str(pid) for pool in pools for pid in pool.pids), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(pids) == 4 and all(_running(pid) for pid in pids)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_running(pid) for pid in pids)
