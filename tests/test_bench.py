@@ -775,9 +775,17 @@ def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.Cap
         if row["case"] == "cpu-16":  # and over the capacity measured in the same rounds
             values.append(float(np.median(rates["vecenv"] / rates["plain"] / rates["capacity"])))
             assert float(measured[1].split("x")[0]) == pytest.approx(values[1], abs=5e-3)
+        if "caller_us" in record:  # the model: num_envs over the wait per step, over the plain loop's rate
+            wait_s = (record["caller_us"] - record["busy_us"]) * 1e-6
+            num_envs = int(row["case"].rsplit("-", 1)[1])  # (the case's name ends with its number of envs)
+            expected = num_envs / wait_s / float(np.median(rates["plain"]))
+            assert record["x_plain_if_no_busy"] == pytest.approx(expected)
+            model = f"with busy 0 and the same wait (a model): {expected:.2f}x plain loop"
+            assert model in row["env-steps/s (median over rounds)"]
         targets = [float(goal.split("x")[0].removeprefix(">= ")) for goal in row["goal"].split(" or ")]
         met = any(value >= target for value, target in zip(values, targets, strict=True))
         assert row["result"] == ("met" if met else "missed")
+    assert "x_plain_if_no_busy" in result["records"][0]  # (cartpole-64: SubprocVecEnv against the plain loop)
 
 
 def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyPatch) -> None:
