@@ -23,6 +23,7 @@ from gymnasium import spaces
 
 import vecenv
 from tests.bench_scripts import load_bench_script
+from tests.processes import pid_running, still_running
 from vecenv.bench import memory
 from vecenv.bench.runner import (
     BenchConfig,
@@ -904,15 +905,6 @@ def test_wakeups_workers_detect_a_lost_wake_and_end_with_close() -> None:
             os.waitpid(pid, os.WNOHANG)
 
 
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 def test_wakeups_workers_end_when_the_waking_process_is_killed() -> None:
     """The workers of both kinds exit on their own once the process that woke them is gone, even killed."""
@@ -930,11 +922,8 @@ def test_wakeups_workers_end_when_the_waking_process_is_killed() -> None:
     try:
         assert parent.stdout is not None
         pids = [int(pid) for pid in parent.stdout.readline().split()]
-        assert len(pids) == 4 and all(_running(pid) for pid in pids)
+        assert len(pids) == 4 and all(pid_running(pid) for pid in pids)
     finally:
         parent.kill()
         parent.wait()
-    deadline = time.monotonic() + 30
-    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_running(pid) for pid in pids)
+    assert still_running(pids) == []

@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,28 +18,10 @@ import pytest
 import vecenv
 from tests.conftest import DEFAULT_START_METHOD, START_METHODS, build_venv
 from tests.envs import CounterEnv, EnvFaultError, FaultEnv, NotAnEnv, ShapeEnv
+from tests.processes import pid_running, still_running
 from vecenv.errors import RemoteTraceback
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def pid_running(pid: int) -> bool:
-    """Whether process ``pid`` exists and has not finished (a zombie counts as finished)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def still_running(pids: list[int], patience: float = 30.0) -> list[int]:
-    """The pids that are still running after waiting up to ``patience`` seconds for them to end."""
-    deadline = time.monotonic() + patience
-    running = [pid for pid in pids if pid_running(pid)]
-    while running and time.monotonic() < deadline:
-        time.sleep(0.05)
-        running = [pid for pid in running if pid_running(pid)]
-    return running
 
 
 def new_workers(before: set[int]) -> list[mp.process.BaseProcess]:
