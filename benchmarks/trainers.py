@@ -84,7 +84,7 @@ COLUMNS = [
     "episodes",
     "startup s",
 ]
-_RIGHT = [False, False, True, True, True, True, True, True, True, True, True]
+_RIGHT = [column not in ("case", "vec env") for column in COLUMNS]  # text columns left, figures right
 
 
 @dataclass(frozen=True)
