@@ -50,8 +50,8 @@ class WorkerStats:
     """The accounts of one worker: a group of envs stepped together, in a worker process, a Ray actor or the
     calling process. Times are seconds since the accounts started (construction or the last reset).
 
-    ``env_seconds + data_seconds + idle_seconds`` is the worker's ``wall_seconds`` (up to the time spent
-    answering the statistics request itself).
+    ``env_seconds + data_seconds + idle_seconds`` is the worker's ``wall_seconds``. For a worker that serves
+    requests, these end when the statistics request arrived: the time answering it is in none of them.
 
     :param where: where the group runs, e.g. ``"worker process 1234"``, ``"calling process"``.
     :param env_indices: global indices of the group's envs.

@@ -147,7 +147,8 @@ class GroupServer:
         self.cpu_start = 0.0
         #: the serving thread and its run-queue time at the start (None where the system does not say)
         self.run_queue_start: tuple[int, float | None] = (0, None)
-        self.last_reply = 0.0
+        #: when the last request arrived and when the last reply was sent (the accounts end at the later one)
+        self.last_received = self.last_reply = 0.0
         #: seconds waiting for requests, and from a request's arrival until its reply was sent
         self.idle_seconds = self.served_seconds = 0.0
 
@@ -159,6 +160,7 @@ class GroupServer:
             self.cpu_start = time.process_time()
             self.run_queue_start = (threading.get_ident(), thread_run_queue_seconds())
         self.idle_seconds += now - self.last_reply
+        self.last_received = now
         return now
 
     def replied(self, received: float) -> None:
@@ -174,7 +176,8 @@ class GroupServer:
         accounts = self.group.accounts(restart)
         start = self.accounts_start
         accounts.update(
-            wall_seconds=0.0 if start is None else perf_counter() - start,
+            # (up to the arrival of the request being answered, if any: idle and served time cover exactly that)
+            wall_seconds=0.0 if start is None else max(self.last_received, self.last_reply) - start,
             cpu_seconds=0.0 if start is None else time.process_time() - self.cpu_start,
             idle_seconds=self.idle_seconds,
             served_seconds=self.served_seconds,
