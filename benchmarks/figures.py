@@ -594,12 +594,14 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         name="trainers",
         sections=(("docs/performance.md", "## In a trainer"),),
-        commits=("f7558d4",),
+        commits=("f7558d4", "a1dee31"),
         snapshots=(
             "2026-11-28-trainers.md",
             "2026-11-28-trainers.json",
             "2026-11-28-trainers-dummy8.md",
             "2026-11-28-trainers-dummy8.json",
+            "2026-11-28-trainers-pong8.md",
+            "2026-11-28-trainers-pong8.json",
         ),
         steps=(
             Step(
@@ -629,12 +631,22 @@ FIGURES: tuple[Figure, ...] = (
                 smoke=("--rounds", "1", "--timesteps", "1024"),
                 needs=("torch", "stable_baselines3"),
             ),
+            Step(
+                (
+                    *("{python}", "benchmarks/trainers.py", "--cases", "pong-8", "--rounds", "4"),
+                    *("--markdown", "{out}/{date}-trainers-pong8.md", "--json", "{out}/{date}-trainers-pong8.json"),
+                ),
+                smoke=("--rounds", "1", "--timesteps", "1024"),
+                needs=("torch", "stable_baselines3", "ale_py"),
+            ),
         ),
         outputs=(
             "{date}-trainers.md",
             "{date}-trainers.json",
             "{date}-trainers-dummy8.md",
             "{date}-trainers-dummy8.json",
+            "{date}-trainers-pong8.md",
+            "{date}-trainers-pong8.json",
         ),
     ),
 )
