@@ -22,7 +22,7 @@ import pytest
 from gymnasium import spaces
 
 import vecenv
-from tests.bench_scripts import load_bench_script
+from tests.bench_scripts import BENCH_DIR, load_bench_script
 from tests.processes import pid_running, still_running
 from vecenv.bench import memory
 from vecenv.bench.runner import (
@@ -396,7 +396,7 @@ def test_markdown_table_formats_numbers_and_errors() -> None:
 
 
 def _load_charts_script() -> Any:
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks", "charts.py")
+    path = os.path.join(BENCH_DIR, "charts.py")
     spec = importlib.util.spec_from_file_location("charts_under_test", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -566,7 +566,7 @@ def test_bench_subcommand_can_be_added_to_a_parser() -> None:
 
 
 def test_run_bench_script_help() -> None:
-    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks", "run_bench.py")
+    script = os.path.join(BENCH_DIR, "run_bench.py")
     result = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0 and "--num-envs" in result.stdout and "--quick" in result.stdout
 
@@ -598,16 +598,15 @@ def test_envpool_backends_run_only_the_cartpole_workload() -> None:
 def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/scaling.py, tiny: one row per (W, contender), and each ratio is the median of the rounds' rates
     over the plain loop's of the same round."""
-    bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
-    sys.path.insert(0, bench_dir)  # the script imports its sibling paired.py
+    sys.path.insert(0, BENCH_DIR)  # the script imports its sibling paired.py
     try:
-        spec = importlib.util.spec_from_file_location("scaling_under_test", os.path.join(bench_dir, "scaling.py"))
+        spec = importlib.util.spec_from_file_location("scaling_under_test", os.path.join(BENCH_DIR, "scaling.py"))
         assert spec is not None and spec.loader is not None
         scaling = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = scaling  # its capacity task is pickled by reference to a forked pool
         spec.loader.exec_module(scaling)
     finally:
-        sys.path.remove(bench_dir)
+        sys.path.remove(BENCH_DIR)
     argv = [
         "--workloads",
         "cartpole,cpu",
@@ -674,15 +673,7 @@ def test_capacity_and_rates_are_defined_for_a_process_that_runs_after_its_window
     """A busy machine can let a burn process (or the stepping loop) run only after its timing window closed: it
     still counts one call, so the capacity ratio has no zero denominator (it raised ZeroDivisionError at
     ``rates[procs] / rates[1]``) and a paired rate is never 0."""
-    bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
-    sys.path.insert(0, bench_dir)  # the script imports its sibling paired.py
-    try:
-        spec = importlib.util.spec_from_file_location("scaling_late_window", os.path.join(bench_dir, "scaling.py"))
-        assert spec is not None and spec.loader is not None
-        scaling = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(scaling)
-    finally:
-        sys.path.remove(bench_dir)
+    scaling = load_bench_script("scaling_late_window", "scaling.py")
     calls: list[int] = []
     monkeypatch.setattr(scaling, "burn", calls.append)  # each call records its iterations
     # the window [start, start + seconds) ended a second before the process got to run: exactly one call
@@ -727,16 +718,15 @@ def test_capacity_and_rates_are_defined_for_a_process_that_runs_after_its_window
 def _load_goals_script(name: str, script: str = "goals.py") -> Any:
     """benchmarks/goals.py (or another ``script`` there) as module ``name``, registered in ``sys.modules`` (the
     caller removes it)."""
-    bench_dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
-    sys.path.insert(0, bench_dir)  # the script imports its siblings scaling.py and paired.py
+    sys.path.insert(0, BENCH_DIR)  # the script imports its siblings scaling.py and paired.py
     try:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(bench_dir, script))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH_DIR, script))
         assert spec is not None and spec.loader is not None
         goals = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = goals
         spec.loader.exec_module(goals)
     finally:
-        sys.path.remove(bench_dir)
+        sys.path.remove(BENCH_DIR)
     return goals
 
 
@@ -910,7 +900,7 @@ def test_wakeups_workers_end_when_the_waking_process_is_killed() -> None:
     """The workers of both kinds exit on their own once the process that woke them is gone, even killed."""
     script = (
         "import sys, time\n"
-        f"sys.path.insert(0, {os.path.join(os.path.dirname(os.path.dirname(__file__)), 'benchmarks')!r})\n"
+        f"sys.path.insert(0, {BENCH_DIR!r})\n"
         "import wakeups\n"
         "pools = [wakeups.Workers('pipes', 2), wakeups.Workers('eventfd', 2)]\n"
         "for pool in pools:\n"
