@@ -37,11 +37,17 @@ and the same ``--seed``; a run's env-steps are ``--timesteps`` rounded up to who
 ``learn`` does). Before a case's rounds, an untimed run of one rollout with the reference warms torch up. Each
 round runs every vector env once, the order rotated by one each round.
 
+``--layouts '{"LABEL": {kwarg: value, ...}, ...}'`` adds, to every SB3 case, vecenv's ``SubprocVecEnv`` built with
+those keyword arguments (``make_vec_env``'s ``vec_env_kwargs``) as the vector env ``vecenv-subproc:LABEL``: to
+compare layouts (``n_workers``, ``parent_envs``, ``wait_mode``, ...) inside the trainer.
+
     python benchmarks/trainers.py --cases cartpole-8 --rounds 2 --timesteps 4096
     python benchmarks/trainers.py --cases cartpole-8,cartpole-64,cleanrl-8 --rounds 3 --timesteps 32768 \\
         --markdown trainers.md --json trainers.json
     python benchmarks/trainers.py --cases pong-8 --rounds 2 --timesteps pong-8=8192
     python benchmarks/trainers.py --cases pong-16 --device cuda --vec-envs sb3-subproc,vecenv-subproc
+    python benchmarks/trainers.py --cases cartpole-64 --vec-envs vecenv-subproc \
+        --layouts '{"w4": {"n_workers": 4}, "spin": {"wait_mode": "spin"}}'
 
 torch and stable-baselines3 are imported when a case runs, never when this module is imported.
 """
@@ -217,15 +223,22 @@ def timer_overhead_us(calls: int = 20000) -> float:
 
 
 def sb3_vec_env_class(name: str) -> Any:
-    """The class of vector env ``name`` among :data:`SB3_VEC_ENVS`."""
-    library, _, kind = name.partition("-")
+    """The class of vector env ``name`` among :data:`SB3_VEC_ENVS` (or ``vecenv-subproc:LABEL``)."""
+    library, _, kind = name.partition(":")[0].partition("-")
     module = _module("stable_baselines3.common.vec_env" if library == "sb3" else "vecenv")
     return getattr(module, {"dummy": "DummyVecEnv", "subproc": "SubprocVecEnv"}[kind])
 
 
-def run_sb3(case: TrainerCase, vec_env: str, timesteps: int, seed: int, device: str = "cpu") -> dict[str, Any]:
-    """Build ``vec_env`` as SB3's ``make_vec_env`` / ``make_atari_env`` do, then time ``PPO(...).learn`` with the
-    policy on torch device ``device``.
+def run_sb3(
+    case: TrainerCase,
+    vec_env: str,
+    timesteps: int,
+    seed: int,
+    device: str = "cpu",
+    vec_env_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build ``vec_env`` as SB3's ``make_vec_env`` / ``make_atari_env`` do (passing them ``vec_env_kwargs``), then
+    time ``PPO(...).learn`` with the policy on torch device ``device``.
 
     :return: ``learn_s``, ``startup_s`` (the vector env's construction, seconds), ``step_s``, ``vector_steps``,
         ``env_steps``, ``episodes`` (from the :class:`StepTimer`) and ``trainer_timesteps`` (PPO's own count).
@@ -235,10 +248,14 @@ def run_sb3(case: TrainerCase, vec_env: str, timesteps: int, seed: int, device: 
     vec_env_cls = sb3_vec_env_class(vec_env)
     start = time.perf_counter()
     if case.atari:
-        venv = env_util.make_atari_env(case.env_id, n_envs=case.num_envs, seed=seed, vec_env_cls=vec_env_cls)
+        venv = env_util.make_atari_env(
+            case.env_id, n_envs=case.num_envs, seed=seed, vec_env_cls=vec_env_cls, vec_env_kwargs=vec_env_kwargs
+        )
         outer = _module("stable_baselines3.common.vec_env").VecFrameStack(venv, n_stack=4)
     else:
-        venv = outer = env_util.make_vec_env(case.env_id, n_envs=case.num_envs, seed=seed, vec_env_cls=vec_env_cls)
+        venv = outer = env_util.make_vec_env(
+            case.env_id, n_envs=case.num_envs, seed=seed, vec_env_cls=vec_env_cls, vec_env_kwargs=vec_env_kwargs
+        )
     startup = time.perf_counter() - start
     try:
         timer = StepTimer(venv)
@@ -402,12 +419,22 @@ def cleanrl_ppo(envs: Any, total_timesteps: int, seed: int) -> int:
     return global_step
 
 
-def run_cleanrl(case: TrainerCase, vec_env: str, timesteps: int, seed: int, device: str = "cpu") -> dict[str, Any]:
+def run_cleanrl(
+    case: TrainerCase,
+    vec_env: str,
+    timesteps: int,
+    seed: int,
+    device: str = "cpu",
+    vec_env_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Build Gymnasium vector env ``vec_env`` over CleanRL's env thunks, then time :func:`cleanrl_ppo` on it (on
-    the CPU; :func:`run_case` skips this trainer for another ``device``).
+    the CPU; :func:`run_case` skips this trainer for another ``device``). ``vec_env_kwargs`` must be empty:
+    ``--layouts`` applies to the SB3 cases only.
 
     :return: as :func:`run_sb3` (``trainer_timesteps``: the loop's ``global_step``).
     """
+    if vec_env_kwargs:
+        raise ValueError(f"vec_env_kwargs: the CleanRL loop takes none (got {vec_env_kwargs!r})")
     start = time.perf_counter()
     envs = gym_vector_env(vec_env, [cleanrl_env_fn(case.env_id) for _ in range(case.num_envs)])
     startup = time.perf_counter() - start
@@ -421,7 +448,7 @@ def run_cleanrl(case: TrainerCase, vec_env: str, timesteps: int, seed: int, devi
     return _run_record(timer, case, learn, startup, steps)
 
 
-_RUNNERS: dict[str, Callable[[TrainerCase, str, int, int, str], dict[str, Any]]] = {
+_RUNNERS: dict[str, Callable[[TrainerCase, str, int, int, str, dict[str, Any] | None], dict[str, Any]]] = {
     "sb3": run_sb3,
     "cleanrl": run_cleanrl,
 }
@@ -456,13 +483,13 @@ def run_case(name: str, case: TrainerCase, vec_envs: Sequence[str], args: argpar
         return record
     run = _RUNNERS[case.trainer]
     if args.warmup:
-        run(case, vec_envs[0], N_STEPS * case.num_envs, args.seed, args.device)
+        run(case, vec_envs[0], N_STEPS * case.num_envs, args.seed, args.device, None)
     record["orders"], record["runs"] = [], {v: [] for v in vec_envs}
     for r, order in enumerate(rotations(vec_envs, args.rounds)):
         record["orders"].append([])
         for vec_env in order:
             gc.collect()
-            result = run(case, vec_env, timesteps, args.seed, args.device)
+            result = run(case, vec_env, timesteps, args.seed, args.device, args.layouts.get(vec_env.partition(":")[2]))
             record["orders"][-1].append(vec_env)
             record["runs"][vec_env].append(result)
             print(
@@ -590,6 +617,28 @@ def parse_timesteps(text: str) -> dict[str, int]:
     return out
 
 
+def parse_layouts(text: str) -> dict[str, dict[str, Any]]:
+    """``'{"w4": {"n_workers": 4}}'`` -> ``{"w4": {"n_workers": 4}}``: labels and vecenv ``SubprocVecEnv`` keyword
+    arguments.
+
+    :raises argparse.ArgumentTypeError: for text that is not JSON, or not an object of objects keyed by labels of
+        letters, digits, ``_`` and ``-``.
+    """
+    try:
+        layouts = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"--layouts expects a JSON object (got {text!r}: {error})") from None
+    if not isinstance(layouts, dict) or not all(
+        isinstance(kwargs, dict) and label and all(c.isalnum() or c in "_-" for c in label)
+        for label, kwargs in layouts.items()
+    ):
+        raise argparse.ArgumentTypeError(
+            '--layouts expects {"LABEL": {keyword: value, ...}, ...} with labels of letters, digits, _ and - '
+            f"(got {text!r})"
+        )
+    return layouts
+
+
 def picked(text: str, allowed: Sequence[str], option: str) -> list[str]:
     """The comma-separated names of ``text``, each checked against ``allowed``.
 
@@ -621,6 +670,13 @@ def parser() -> argparse.ArgumentParser:
         help="only these vector envs (the case's reference always runs); among "
         + ", ".join((*SB3_VEC_ENVS, *GYM_VEC_ENVS)),
     )
+    p.add_argument(
+        "--layouts",
+        type=parse_layouts,
+        default={},
+        help='JSON {"LABEL": {keyword: value, ...}}: each adds vecenv-subproc:LABEL, vecenv\'s SubprocVecEnv with '
+        "those keyword arguments, to every SB3 case",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="torch device of the SB3 cases' policy (cpu, cuda, cuda:1, ...)")
     p.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True, help="untimed reference run")
@@ -648,6 +704,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for name in names:
         case = CASES[name]
         vec_envs = [v for v in case.vec_envs if not only or v in only or v == case.vec_envs[0]]
+        if case.trainer == "sb3":
+            vec_envs += [f"vecenv-subproc:{label}" for label in args.layouts]
         records.append(run_case(name, case, vec_envs, args))
     rows = [row for record in records for row in summarize(record)]
     info["load_average_end"] = load_average()
@@ -684,6 +742,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "n_epochs": N_EPOCHS,
         "torch_threads": 1,
         "device": args.device,
+        "layouts": args.layouts,
     }
     result = {
         "text": text,
