@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import math
@@ -127,6 +128,57 @@ def test_a_case_whose_package_is_missing_is_skipped_with_a_row_saying_why(
             for name in ("sb3-dummy", "vecenv-dummy")  # the reference always runs
         ]
     )
+
+
+def test_layouts_add_vecenv_subproc_runs_with_their_keyword_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--layouts`` adds ``vecenv-subproc:LABEL`` to an SB3 case, built with LABEL's keyword arguments; the other
+    vector envs get none. (The runner is replaced by one that records its calls.)"""
+    trainers = _load()
+    monkeypatch.setitem(trainers.CASES, "cartpole-8", dataclasses.replace(trainers.CASES["cartpole-8"], needs=()))
+    calls: list[tuple[str, Any]] = []
+
+    def runner(case: Any, vec_env: str, timesteps: int, seed: int, device: str, kwargs: Any) -> dict[str, Any]:
+        calls.append((vec_env, kwargs))
+        return {
+            "learn_s": 1.0,
+            "startup_s": 0.0,
+            "step_s": 0.5,
+            "vector_steps": 2,
+            "env_steps": 16,
+            "episodes": 0,
+            "trainer_timesteps": 16,
+        }
+
+    monkeypatch.setitem(trainers._RUNNERS, "sb3", runner)
+    layouts = '{"w1": {"n_workers": 1}, "spin": {"wait_mode": "spin", "n_workers": 2}}'
+    argv = [
+        "--cases",
+        "cartpole-8",
+        "--rounds",
+        "1",
+        "--no-warmup",
+        "--vec-envs",
+        "vecenv-subproc",
+        "--layouts",
+        layouts,
+    ]
+    result = trainers.main(argv)
+    assert calls == [
+        ("sb3-dummy", None),
+        ("vecenv-subproc", None),
+        ("vecenv-subproc:w1", {"n_workers": 1}),
+        ("vecenv-subproc:spin", {"wait_mode": "spin", "n_workers": 2}),
+    ]
+    assert [row["vec_env"] for row in result["rows"]] == [name for name, _ in calls]
+    assert result["settings"]["layouts"] == json.loads(layouts)
+    assert trainers.sb3_vec_env_class("vecenv-subproc:w1").__name__ == "SubprocVecEnv"
+
+
+@pytest.mark.parametrize("text", ["not json", "[1]", '{"w1": 4}', '{"a b": {}}', '{"": {}}'])
+def test_layouts_that_are_not_labelled_keyword_arguments_are_refused(text: str) -> None:
+    trainers = _load()
+    with pytest.raises(argparse.ArgumentTypeError, match="--layouts expects"):
+        trainers.parse_layouts(text)
 
 
 # --- a tiny real run of the script: SB3's PPO and the CleanRL loop over every vector env ---------------------------

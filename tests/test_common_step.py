@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import sys
 import warnings
 from typing import Any
 
@@ -176,5 +177,60 @@ def test_the_loop_is_only_for_worker_processes():
     venv = vecenv.SubprocVecEnv(_env_fns(4), n_workers=2)
     try:
         assert isinstance(venv._common_step, CommonStep)
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(sys.implementation.name != "cpython", reason="counts references as CPython does")
+def test_each_steps_infos_are_fresh_dicts_the_caller_keeps_and_the_vec_env_lets_go_of():
+    """The default infos are built while the workers step and the infos of two steps ago are freed then: every
+    step still hands out new dicts, one per env, that later steps never touch, and the vec env keeps no
+    reference to a step's infos once the step after next is sent."""
+    n = 12
+    reference = ReferenceVecEnv(_env_fns(n))
+    venv = vecenv.SubprocVecEnv(_env_fns(n), n_workers=4, wait_mode="block")
+    try:
+        venv.seed(5)
+        reference.reset(seed=5)
+        venv.reset()
+        kept: list[list[dict[str, Any]]] = []
+        for t in range(8):
+            actions = np.full(n, t % 3, dtype=np.int64)
+            _, _, _, infos = venv.step(actions)
+            _, _, _, expected = reference.step(actions)
+            assert_infos_equal(infos, expected)  # (SB3's rule, each env stepped by hand)
+            assert len({id(info) for info in infos}) == n  # one dict per env
+            earlier = {id(info) for step in kept for info in step}
+            assert not earlier & {id(info) for info in infos}  # none of them handed out before
+            for info in infos:
+                info["mine"] = t  # the caller's to change: nothing later sees it
+            kept.append(infos)
+            if t >= 2:  # the infos of two steps ago: held here and by sys.getrefcount's argument alone
+                references = sys.getrefcount(kept[t - 2])  # (outside the assert, which pytest rewrites)
+                assert references == 2
+        for t, infos in enumerate(kept):
+            assert [info["mine"] for info in infos] == [t] * n
+            assert all("mine" not in info for info in venv.reset_infos)
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+def test_the_default_infos_handed_out_are_those_built_once_the_requests_were_out():
+    fns = [functools.partial(_counter, i, "terminate", quiet=True) for i in range(6)]  # one-byte replies
+    venv = vecenv.SubprocVecEnv(fns, n_workers=3, wait_mode="block")
+    try:
+        venv.reset()
+        for t in range(4):
+            venv.step_async(np.full(6, t % 3, dtype=np.int64))
+            prepared = [worker._fresh_infos for worker in venv._workers]  # (built after the last request)
+            assert all(infos is not None and len(infos) == 2 for infos in prepared)
+            _, _, dones, infos = venv.step_wait()
+            assert [id(info) for info in infos] == [id(info) for part in prepared for info in part]
+            assert all(worker._fresh_infos is None for worker in venv._workers)  # each list used once
+            assert [sorted(info) for info in infos] == [
+                ["TimeLimit.truncated", "terminal_observation"] if done else ["TimeLimit.truncated"] for done in dones
+            ]
     finally:
         venv.close()

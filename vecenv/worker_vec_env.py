@@ -201,6 +201,11 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
                     if not self._may_restart():
                         raise
                     self._dead[w] = exc  # restarted by step_wait
+            if plan is None and self._common_step is not None:
+                # while the workers step: free the infos of two steps ago (when the caller dropped them too),
+                # then build this step's default infos, so that neither waits for the last reply
+                self._retired_infos = None
+                self._common_step.prepare_infos()
         except BaseException:
             # the workers sent to will step: their results are collected by the next call; a dead worker is found
             # again by the next request that needs it
@@ -254,6 +259,8 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             held = self._held
             return self._step_result([held.pop(i) for i in range(self.num_envs)])
         if infos is not None:
+            # the previous step's infos are freed once the next requests are out (see _send_steps), not here
+            self._retired_infos = self._last_infos
             return self._step_result(infos)
         reset_infos = self.reset_infos
         if len(results) == 1:  # one group: its infos list is fresh, hand it out as is

@@ -123,6 +123,8 @@ class EngineCore(VecEnv):
                 )
             self._setup_obs_slots(observation_space, num_envs, obs_slots)
             self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+            # the infos of the step before the last, kept until the next requests are out (WorkerVecEnv._send_steps)
+            self._retired_infos: list[dict[str, Any]] | None = None
             self._batch_size = num_envs
             # partial batches: worker -> (command, env ids, RESET payload); env id -> info not returned yet
             self._in_flight: dict[int, tuple[Command, list[int], Any]] = {}
@@ -314,6 +316,7 @@ class EngineCore(VecEnv):
             # (arrays handed out keep their slot's memory: mapped until the last of them is gone)
             self._slots, self._slot_rows, self._slot_cell = None, [], None
             self._action_buffer = None
+            self._retired_infos = None
             self._rewards = self._dones = self._terminations = self._truncations = np.zeros((0,))
             self._clock.between = None  # (it holds the workers' rows of the shared signals)
 

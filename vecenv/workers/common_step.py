@@ -106,6 +106,13 @@ class CommonStep:
             sent += 1
         return sent
 
+    def prepare_infos(self) -> None:
+        """Build every worker's default infos of the step just sent (:meth:`MessageWorker.prepare_infos
+        <vecenv.workers.messages.MessageWorker.prepare_infos>`), while the workers step: work that the
+        collection would otherwise do after the replies."""
+        for worker in self._workers:
+            worker.prepare_infos()
+
     def collect(
         self,
         received: dict[int, Any],

@@ -386,6 +386,8 @@ class MessageWorker(Worker):
         # the last observations of finished episodes, if they live in shared memory (EnvGroup.terminal_obs)
         self._terminal_obs: Any = None
         self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
+        # the default infos of the group's next full step, built while its envs step (see prepare_infos)
+        self._fresh_infos: list[dict[str, Any]] | None = None
 
     # --- what a transport provides ---------------------------------------------------------------------
 
@@ -526,11 +528,26 @@ class MessageWorker(Worker):
             for view, values in zip(self._buffers[1:], rewards_dones, strict=True):
                 view[:] = values
 
+    def prepare_infos(self) -> None:
+        """Build the default infos (``{"TimeLimit.truncated": False}``, one fresh dict per env) of the group's next
+        full step now, while its envs step: the reply then only fills in what differs. Called by the vector env
+        once its requests are out; a prepared list is used once, by a step of every env of the group."""
+        if self._fresh_infos is None:
+            self._fresh_infos = list(map(dict.copy, repeat(_DEFAULT_INFO, len(self.env_indices))))
+
+    def _default_infos(self, n: int) -> list[dict[str, Any]]:
+        """``n`` fresh default infos: the prepared ones if they are for ``n`` envs, else new ones."""
+        fresh = self._fresh_infos
+        if fresh is not None and len(fresh) == n:
+            self._fresh_infos = None
+            return fresh
+        return list(map(dict.copy, repeat(_DEFAULT_INFO, n)))
+
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
         if data == OK_EMPTY_MESSAGE:  # the common step: nothing else to rebuild
             n = len(self.env_indices) if self._step_indices is None else len(self._step_indices)
-            return list(map(dict.copy, repeat(_DEFAULT_INFO, n))), self._reset_infos
+            return self._default_infos(n), self._reset_infos
         if data == OK_EMPTY_DONE_MESSAGE:
             return self._rebuild_infos(self._step_indices, [], [], any_done=True), self._reset_infos
         obs, rewards_dones, sparse_infos, sparse_resets = self._reply(data)
@@ -554,7 +571,7 @@ class MessageWorker(Worker):
         if len(sparse_infos) == len(stepped):  # every env's info travelled (positions in increasing order)
             infos = [info for _, info in sparse_infos]
         else:
-            infos = list(map(dict.copy, repeat(_DEFAULT_INFO, len(stepped))))
+            infos = self._default_infos(len(stepped))
             for pos, info in sparse_infos:
                 infos[pos] = info
         reset_infos = self._reset_infos
