@@ -99,6 +99,15 @@ _SLOTS = ("f8877b7", "observations handed over without a copy (observation slots
 _STEP_REPLIES = ("a7e5770", "a full step's replies collected in one loop over one poll set")
 _READ_REPLY = ("9ec0533", "each reply read with one read(2); no default infos under a reply's own")
 
+_CASES16 = "subproc-cartpole-1024,subproc-pong-64,subproc-image-128,subproc-cpu-128"
+#: the layouts measured against the default one on 16 cores: name, (SubprocVecEnv keyword arguments, cases)
+_LAYOUTS16 = (
+    ("w15", ('{"n_workers": 15}', _CASES16)),
+    ("block", ('{"wait_mode": "block"}', _CASES16)),
+    ("w15-block", ('{"n_workers": 15, "wait_mode": "block"}', _CASES16)),
+    ("w8", ('{"n_workers": 8}', "subproc-cartpole-1024,subproc-image-128")),
+)
+
 FIGURES: tuple[Figure, ...] = (
     Figure(
         name="bench",
@@ -535,6 +544,114 @@ FIGURES: tuple[Figure, ...] = (
             _STEP_REPLIES,
             _READ_REPLY,
         ),
+    ),
+    Figure(
+        name="sixteen-again",
+        sections=(("docs/performance.md", "### 16 cores, a third machine: the goals, the layouts, the trainers"),),
+        commits=("051a853", "3aea034"),
+        snapshots=(
+            "2026-11-28-goals16-again.md",
+            "2026-11-28-ab16-common-step.md",
+            "2026-11-28-profile16-cartpole.txt",
+            "2026-11-28-pettingzoo16-again.md",
+            "2026-11-28-wakeups16.md",
+            *(f"2026-11-28-layouts16-{name}.md" for name, _ in _LAYOUTS16),
+            "2026-11-28-trainers16-layouts.md",
+            "2026-11-28-trainers16-layouts.json",
+        ),
+        steps=(
+            Step(
+                (
+                    *("{python}", "benchmarks/goals.py", "--cases", "sixteen", "--rounds", "4", "--seconds", "0.4"),
+                    *("--output", "{out}/{date}-goals16-again.md"),
+                ),
+                smoke=("--cases", "cartpole-64", "--rounds", "1", "--seconds", "0.02"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/revision_ab.py", "--baseline", "3aea034", "--cases"),
+                    "subproc-cartpole-1024,subproc-pong-64,collect-pong-64,collect-cartpole-1024",
+                    *("--rounds", "5", "--seconds", "0.3", "--warmup", "0.2"),
+                    *("--output", "{out}/{date}-ab16-common-step.md"),
+                ),
+                smoke=("--cases", "collect-cartpole-1024", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+            ),
+            Step(
+                (*_VECENV, "run", "CartPole-v1", "--num-envs", "1024", "--steps", "200000", "--profile"),
+                stdout="{out}/{date}-profile16-cartpole.txt",
+                smoke=("--num-envs", "16", "--steps", "200"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/pettingzoo_bench.py", "-n", "64", "--contenders"),
+                    *("plain,supersuit-16cpu,vecenv-subproc", "--baseline", "supersuit-16cpu", "--warmup", "0.3"),
+                    *("--rounds", "4", "--seconds", "0.4", "--output", "{out}/{date}-pettingzoo16-again.md"),
+                ),
+                smoke=("-n", "2", "--rounds", "1", "--seconds", "0.02", "--warmup", "0.02"),
+                needs=("supersuit", "mpe2"),
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/wakeups.py", "--workers", "4,16", "--rounds", "10", "--wakes", "200"),
+                    *("--output", "{out}/{date}-wakeups16.md"),
+                ),
+                smoke=("--workers", "2", "--rounds", "1", "--wakes", "5"),
+            ),
+            *(
+                Step(
+                    (
+                        *("{python}", "benchmarks/revision_ab.py", "--baseline-tree", ".", "--cases", cases),
+                        *("--candidate-kwargs", kwargs, "--rounds", "4", "--seconds", "0.3", "--warmup", "0.2"),
+                        *("--output", f"{{out}}/{{date}}-layouts16-{name}.md"),
+                    ),
+                    smoke=("--cases", "subproc-image-16", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+                )
+                for name, (kwargs, cases) in _LAYOUTS16
+            ),
+            Step(
+                (
+                    *("{python}", "benchmarks/trainers.py", "--cases", "cartpole-8,cartpole-64", "--rounds", "4"),
+                    *("--timesteps", "16384", "--vec-envs", "vecenv-dummy,vecenv-subproc", "--layouts"),
+                    '{"w4": {"n_workers": 4}, "w8": {"n_workers": 8}, "spin": {"wait_mode": "spin"}, '
+                    '"block": {"wait_mode": "block"}}',
+                    *("--markdown", "{out}/{date}-trainers16-layouts.md"),
+                    *("--json", "{out}/{date}-trainers16-layouts.json"),
+                ),
+                smoke=("--cases", "cartpole-8", "--rounds", "1", "--timesteps", "1024"),
+                needs=("torch", "stable_baselines3"),
+            ),
+        ),
+        outputs=(
+            "{date}-goals16-again.md",
+            "{date}-ab16-common-step.md",
+            "{date}-profile16-cartpole.txt",
+            "{date}-pettingzoo16-again.md",
+            "{date}-wakeups16.md",
+            *(f"{{date}}-layouts16-{name}.md" for name, _ in _LAYOUTS16),
+            "{date}-trainers16-layouts.md",
+            "{date}-trainers16-layouts.json",
+        ),
+        changes_since=(
+            ("8d38932", "each worker's default infos built while the workers step, not after their replies"),
+        ),
+    ),
+    Figure(
+        name="infos-while-stepping",
+        sections=(("docs/performance.md", "### 16 cores, a third machine: the goals, the layouts, the trainers"),),
+        commits=("8d38932", "346de13"),
+        snapshots=("2026-11-28-ab-infos.md",),
+        steps=(
+            Step(
+                (
+                    *("{python}", "benchmarks/revision_ab.py", "--baseline", "346de13", "--cases"),
+                    "collect-cartpole-1024,send-cartpole-1024,subproc-cartpole-64,subproc-cartpole-1024,"
+                    "subproc-image-16,subproc-pong-8",
+                    *("--rounds", "10", "--seconds", "0.4", "--output", "{out}/{date}-ab-infos.md"),
+                ),
+                smoke=("--cases", "collect-cartpole-1024", "--rounds", "1", "--seconds", "0.05", "--warmup", "0.05"),
+            ),
+        ),
+        outputs=("{date}-ab-infos.md",),
     ),
     Figure(
         name="wrappers",
