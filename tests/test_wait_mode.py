@@ -75,20 +75,27 @@ def test_who_spins_gives_each_spinning_process_a_core() -> None:
     assert who_spins("block", n_workers=1, cores=64) == (False, False)
 
 
+def _steps(between: BetweenSteps, cpu: list[float], n: int, outside: float, cores: float) -> None:
+    """``n`` steps, each followed by ``outside`` seconds of the calling process's work on ``cores`` busy cores
+    (``cpu``: the patched process time)."""
+    for _ in range(n):
+        between.left()
+        if between.mark >= 0.0:  # (StepClock calls entered() only for a measured interval)
+            cpu[0] += outside * cores
+            between.entered(outside)
+
+
 def test_between_steps_pauses_the_workers_for_a_trainers_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Measured intervals after steps decide, every SAMPLES_PER_DECISION of them, the workers' SPIN_PAUSED
-    signal: paused while the intervals average over 50 us or keep over 1.5 cores busy."""
+    signal: on 2 cores with 2 spinning workers, paused while the intervals average over 50 us or keep over 1.5
+    cores busy."""
     cpu = [0.0]
     monkeypatch.setattr(spin, "process_time", lambda: cpu[0])
     rows = [np.zeros(8, dtype=np.int64), np.zeros(8, dtype=np.int64)]
-    between = BetweenSteps(rows)
+    between = BetweenSteps(rows, cores=2)
 
     def steps(n: int, outside: float, cores: float) -> None:
-        for _ in range(n):
-            between.left()
-            if between.mark >= 0.0:  # (StepClock calls entered() only for a measured interval)
-                cpu[0] += outside * cores
-                between.entered(outside)
+        _steps(between, cpu, n, outside, cores)
 
     intervals = spin.SAMPLE_EVERY * spin.SAMPLES_PER_DECISION  # steps per decision
     steps(intervals - 1, 10e-6, 1.0)
@@ -105,6 +112,32 @@ def test_between_steps_pauses_the_workers_for_a_trainers_work(monkeypatch: pytes
     rows[1][SPIN_PAUSED] = 0  # a restarted worker's row starts from 0: the next decision writes it again
     steps(intervals, 20e-6, 2.0)
     assert [row[SPIN_PAUSED] for row in rows] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("cores", "workers", "busy_cores", "paused"),
+    [
+        (16, 8, 1.0, False),  # a single-threaded trainer beside 8 spinning workers: 8 cores stay free
+        (16, 8, 7.5, True),  # a trainer whose threads fill the free cores
+        (16, 15, 1.0, True),  # one core left: the trainer's, none to spare
+        (16, 16, 1.0, True),
+        (2, 1, 1.0, True),
+        (4, 2, 1.0, False),
+    ],
+)
+def test_between_steps_keeps_the_workers_spinning_where_the_trainers_work_has_cores_to_spare(
+    monkeypatch: pytest.MonkeyPatch, cores: int, workers: int, busy_cores: float, paused: bool
+) -> None:
+    """A trainer's 300 us between steps pauses the spinning workers only where its busy cores plus one do not fit
+    in the cores the spinning workers leave free."""
+    cpu = [0.0]
+    monkeypatch.setattr(spin, "process_time", lambda: cpu[0])
+    rows = [np.zeros(8, dtype=np.int64) for _ in range(workers)]
+    between = BetweenSteps(rows, cores=cores)
+    assert between.free_cores == cores - workers
+    _steps(between, cpu, spin.SAMPLE_EVERY * spin.SAMPLES_PER_DECISION, 300e-6, busy_cores)
+    assert between.cores == pytest.approx(busy_cores) and between.between == pytest.approx(300e-6)
+    assert between.paused is paused and [row[SPIN_PAUSED] for row in rows] == [int(paused)] * workers
 
 
 def test_spin_budget_follows_the_waits_seen() -> None:
