@@ -98,6 +98,7 @@ _INFO_COPIES = ("e40a7ba", "infos and terminal observations copied without deepc
 _SLOTS = ("f8877b7", "observations handed over without a copy (observation slots)")
 _STEP_REPLIES = ("a7e5770", "a full step's replies collected in one loop over one poll set")
 _READ_REPLY = ("9ec0533", "each reply read with one read(2); no default infos under a reply's own")
+_SPIN_ROOM = ("b16d6e1", "the workers go on spinning through a trainer's work where it has cores to spare beside them")
 
 _CASES16 = "subproc-cartpole-1024,subproc-pong-64,subproc-image-128,subproc-cpu-128"
 #: the layouts measured against the default one on 16 cores: name, (SubprocVecEnv keyword arguments, cases)
@@ -633,6 +634,7 @@ FIGURES: tuple[Figure, ...] = (
         ),
         changes_since=(
             ("8d38932", "each worker's default infos built while the workers step, not after their replies"),
+            _SPIN_ROOM,
         ),
     ),
     Figure(
@@ -707,6 +709,7 @@ FIGURES: tuple[Figure, ...] = (
             "{date}-trainers16-cartpole.md",
             "{date}-trainers16-cartpole.json",
         ),
+        changes_since=(_SPIN_ROOM,),
     ),
     Figure(
         name="trainers",
