@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from tests.test_cli import _assert_one_line_error, _run_main
+from vecenv.bench import autotune_layouts
 from vecenv.bench.autotune import (
     LARGE_OBS_BYTES,
     MIN_BUDGET,
@@ -180,7 +181,9 @@ def test_rows_have_every_measurement(cheap: Run) -> None:
 def test_plan_follows_the_cores_the_observation_size_and_ray() -> None:
     labels = [layout.label for layout in plan_layouts(8, 32, with_ray=False)]
     expected = ["plain loop (reference)", "DummyVecEnv"]
-    expected += [f"SubprocVecEnv(n_workers={k})" for k in range(1, CORES + 1)]
+    expected += [f"SubprocVecEnv(n_workers={k})" for k in range(1, min(CORES, 8) + 1)]
+    if 4 <= CORES <= 8:  # one worker per core, nobody spinning
+        expected.append(f"SubprocVecEnv(n_workers={CORES}, wait_mode='block')")
     if CORES > 1:
         expected.append(f"SubprocVecEnv(n_workers={CORES - 1}, parent_envs={8 // CORES})")
     assert labels == expected
@@ -194,6 +197,23 @@ def test_plan_follows_the_cores_the_observation_size_and_ray() -> None:
     assert large[-2].label == f"SubprocVecEnv(n_workers={min(CORES, 8)}, shared_memory=False)"
     assert large[-1].constructor == "RayVecEnv(env_fns)"
     assert observation_bytes(ImageEnv().observation_space) == 84 * 84 * 4 > LARGE_OBS_BYTES
+
+
+@pytest.mark.parametrize(("cores", "envs", "blocking"), [(16, 64, True), (4, 8, True), (16, 8, False), (2, 8, False)])
+def test_plan_tries_one_worker_per_core_without_spinning_on_4_cores_or_more(
+    monkeypatch: pytest.MonkeyPatch, cores: int, envs: int, blocking: bool
+) -> None:
+    monkeypatch.setattr(autotune_layouts, "_cores", lambda: cores)
+    layouts = plan_layouts(envs, 32, with_ray=False)
+    block = [layout for layout in layouts if ("wait_mode", "block") in layout.kwargs]
+    if blocking:  # the default layout (one worker per core), its workers blocking for requests
+        assert [layout.kwargs for layout in block] == [(("n_workers", cores), ("wait_mode", "block"))]
+        assert block[0].constructor == f"SubprocVecEnv(env_fns, n_workers={cores}, wait_mode='block')"
+    else:  # fewer envs than cores: the default layout's workers and this process spin, not the workers alone
+        assert block == []
+    assert [layout.kwargs for layout in layouts if layout.cls == "SubprocVecEnv"][: min(cores, envs)] == [
+        (("n_workers", k),) for k in range(1, min(cores, envs) + 1)
+    ]
 
 
 def test_budget_and_env_are_checked_before_anything_starts() -> None:

@@ -15,6 +15,8 @@ The layouts tried (``C`` usable cores, ``N`` envs):
 
 - ``DummyVecEnv``: every env in this process.
 - ``SubprocVecEnv(n_workers=K)`` for ``K`` in ``1 .. min(C, N)``.
+- ``SubprocVecEnv(n_workers=C, wait_mode="block")`` (on :data:`~vecenv.bench.autotune_layouts.BLOCK_MIN_CORES`
+  cores or more, with ``N >= C``): the default layout, whose workers spin for requests, with nobody spinning.
 - ``SubprocVecEnv(n_workers=C - 1, parent_envs=N // C)`` (on two or more cores, with ``N >= C``): this
   process steps one share of the envs while the workers step the rest
   (:func:`~vecenv.bench.backends.parent_share`).

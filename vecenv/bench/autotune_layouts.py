@@ -19,10 +19,22 @@ from vecenv.bench.machine import cpus_usable
 from vecenv.spaces import buffer_leaves, create_batch_buffer
 from vecenv.subproc_vec_env import default_n_workers
 
-__all__ = ["LARGE_OBS_BYTES", "PLAIN", "Layout", "compared_layouts", "observation_bytes", "plan_layouts"]
+__all__ = [
+    "BLOCK_MIN_CORES",
+    "LARGE_OBS_BYTES",
+    "PLAIN",
+    "Layout",
+    "compared_layouts",
+    "observation_bytes",
+    "plan_layouts",
+]
 
 #: One observation larger than this (bytes) also tries ``SubprocVecEnv(shared_memory=False)``.
 LARGE_OBS_BYTES = 16 * 1024
+#: On this many cores or more, one worker per core also runs with ``wait_mode="block"``: whether the default's
+#: spinning workers pay depends on the machine and the env there (on 2 cores they won on every cheap env; on 16
+#: they went either way: docs/performance.md).
+BLOCK_MIN_CORES = 4
 
 PLAIN = "plain loop"
 
@@ -87,6 +99,8 @@ def plan_layouts(num_envs: int, obs_bytes: int, with_ray: bool) -> list[Layout]:
     most = min(cores, num_envs)
     layouts = [Layout(PLAIN), Layout("DummyVecEnv")]
     layouts += [Layout("SubprocVecEnv", (("n_workers", k),)) for k in range(1, most + 1)]
+    if most == cores >= BLOCK_MIN_CORES:  # the default layout, whose workers spin, with nobody spinning
+        layouts.append(Layout("SubprocVecEnv", (("n_workers", most), ("wait_mode", "block"))))
     share = parent_share(num_envs)
     if share > 0:
         in_workers = min(cores - 1, num_envs - share)
