@@ -89,6 +89,11 @@ DEFAULT_INFO_KEY = "TimeLimit.truncated"
 _DEFAULT_INFO = {DEFAULT_INFO_KEY: False}
 
 
+def _default_info_list(n: int) -> list[dict[str, Any]]:
+    """``n`` fresh copies of the default info (``dict.copy`` in a C loop)."""
+    return list(map(dict.copy, repeat(_DEFAULT_INFO, n)))
+
+
 def label(doing: Command | str) -> str:
     """The name of what a worker was doing, for messages: a command's label (``"step"``) or a phase."""
     return doing.label if isinstance(doing, Command) else doing
@@ -533,7 +538,7 @@ class MessageWorker(Worker):
         full step now, while its envs step: the reply then only fills in what differs. Called by the vector env
         once its requests are out; a prepared list is used once, by a step of every env of the group."""
         if self._fresh_infos is None:
-            self._fresh_infos = list(map(dict.copy, repeat(_DEFAULT_INFO, len(self.env_indices))))
+            self._fresh_infos = _default_info_list(len(self.env_indices))
 
     def _default_infos(self, n: int) -> list[dict[str, Any]]:
         """``n`` fresh default infos: the prepared ones if they are for ``n`` envs, else new ones."""
@@ -541,7 +546,7 @@ class MessageWorker(Worker):
         if fresh is not None and len(fresh) == n:
             self._fresh_infos = None
             return fresh
-        return list(map(dict.copy, repeat(_DEFAULT_INFO, n)))
+        return _default_info_list(n)
 
     def _step_reply(self, data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Rebuild the stepped envs' infos (SB3's layout) from the reply and the shared arrays."""
