@@ -395,13 +395,21 @@ def test_markdown_table_formats_numbers_and_errors() -> None:
     assert "error" in error
 
 
-def _load_charts_script() -> Any:
-    path = os.path.join(BENCH_DIR, "charts.py")
-    spec = importlib.util.spec_from_file_location("charts_under_test", path)
+@contextlib.contextmanager
+def _bench_script(name: str, script: str) -> Iterator[Any]:
+    """benchmarks/``script`` loaded as module ``name``, registered in ``sys.modules`` until the block ends."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH_DIR, script))
     assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    try:
+        sys.path.insert(0, BENCH_DIR)  # the scripts import their siblings (paired.py, scaling.py, ...)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(BENCH_DIR)
+        yield module
+    finally:
+        del sys.modules[name]
 
 
 def test_speedup_chart_from_split_runs_draws_the_five_series(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -441,9 +449,9 @@ def test_speedup_chart_from_split_runs_draws_the_five_series(tmp_path: Any, caps
         path.write_text(json.dumps({"machine": machine, "results": records}), encoding="utf-8")
         paths.append(str(path))
 
-    charts = _load_charts_script()
     out = tmp_path / "speedup.png"
-    drawn = charts.main([*paths, "--num-envs", "64", "--speedup", str(out), "--grid", str(tmp_path / "grid.png")])
+    with _bench_script("charts_under_test", "charts.py") as charts:
+        drawn = charts.main([*paths, "--num-envs", "64", "--speedup", str(out), "--grid", str(tmp_path / "grid.png")])
 
     assert drawn.num_envs == 64 and drawn.workloads == ["cartpole", "image"]
     nan = math.nan
@@ -598,15 +606,6 @@ def test_envpool_backends_run_only_the_cartpole_workload() -> None:
 def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/scaling.py, tiny: one row per (W, contender), and each ratio is the median of the rounds' rates
     over the plain loop's of the same round."""
-    sys.path.insert(0, BENCH_DIR)  # the script imports its sibling paired.py
-    try:
-        spec = importlib.util.spec_from_file_location("scaling_under_test", os.path.join(BENCH_DIR, "scaling.py"))
-        assert spec is not None and spec.loader is not None
-        scaling = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = scaling  # its capacity task is pickled by reference to a forked pool
-        spec.loader.exec_module(scaling)
-    finally:
-        sys.path.remove(BENCH_DIR)
     argv = [
         "--workloads",
         "cartpole,cpu",
@@ -625,10 +624,9 @@ def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixtu
         "--capacity-rounds",
         "1",
     ]
-    try:
+    # (registered in sys.modules while it runs: its capacity task is pickled by reference to a forked pool)
+    with _bench_script("scaling_under_test", "scaling.py") as scaling:
         result = scaling.main(argv)
-    finally:
-        del sys.modules[spec.name]
     printed = capsys.readouterr().out
     assert result["text"] in printed and "Machine capacity: 2 processes of burn at once" in printed
     lines = [line for line in printed.splitlines() if line.startswith("|")]
@@ -715,31 +713,13 @@ def test_capacity_and_rates_are_defined_for_a_process_that_runs_after_its_window
     assert steps[0] != -1 and len(stepped) > 4 and steps.count(-1) == len(stepped) // 2
 
 
-def _load_goals_script(name: str, script: str = "goals.py") -> Any:
-    """benchmarks/goals.py (or another ``script`` there) as module ``name``, registered in ``sys.modules`` (the
-    caller removes it)."""
-    sys.path.insert(0, BENCH_DIR)  # the script imports its siblings scaling.py and paired.py
-    try:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH_DIR, script))
-        assert spec is not None and spec.loader is not None
-        goals = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = goals
-        spec.loader.exec_module(goals)
-    finally:
-        sys.path.remove(BENCH_DIR)
-    return goals
-
-
 def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/goals.py, tiny: one row per goal in the order asked; each measured ratio is the median of the
     rounds' ratios, met exactly when it reaches the goal; a case whose package is missing says so."""
-    goals = _load_goals_script("goals_under_test")
     cases = ["cartpole-64", "cpu-16", "pong-8", "dummy-16"]
     argv = ["--cases", ",".join(cases), "--rounds", "2", "--seconds", "0.02", "--capacity-procs", "2"]
-    try:
+    with _bench_script("goals_under_test", "goals.py") as goals:
         result = goals.main(argv)
-    finally:
-        del sys.modules[goals.__name__]
     printed = capsys.readouterr().out
     assert result["text"] in printed
     lines = [line for line in printed.splitlines() if line.startswith("|")]
@@ -781,48 +761,44 @@ def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.Cap
 
 def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--cases sixteen`` stands for the 16-core goals, in their order; the default runs the 2-core ones only."""
-    goals = _load_goals_script("goals_sixteen")
     ran: list[str] = []
 
     def skipped(name: str, case: Any, args: Any, iterations: int) -> dict[str, Any]:
         ran.append(name)
         return {"case": name, "num_envs": case.num_envs, "skipped": "not run"}
 
-    monkeypatch.setattr(goals, "run_goal", skipped)
-    monkeypatch.setattr(goals, "calibrate_cpu_iterations", lambda: 1)
-    try:
+    with _bench_script("goals_sixteen", "goals.py") as goals:
+        monkeypatch.setattr(goals, "run_goal", skipped)
+        monkeypatch.setattr(goals, "calibrate_cpu_iterations", lambda: 1)
         result = goals.main(["--cases", "sixteen,dummy-16"])
         assert ran == ["cartpole-1024", "pong-64", "image-128", "cpu-128", "dummy-16"]
         assert ">= 10x plain loop" in result["text"] and ">= 0.95x plain loop x capacity" in result["text"]
         ran.clear()
         goals.main([])
         assert ran == list(goals.DEFAULT_CASES) and "cartpole-1024" not in ran
-    finally:
-        del sys.modules[goals.__name__]
 
 
 @contextlib.contextmanager
 def _revision_ab_contender(monkeypatch: Any, kind: str) -> Iterator[tuple[Any, Any]]:
     """benchmarks/revision_ab.py loaded, and a ``kind`` contender of 4 CartPoles in 2 workers, warmed up."""
-    revision_ab = _load_goals_script("revision_ab_under_test", "revision_ab.py")
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    actions = [[k % 2, (k + 1) % 2, 0, 1] for k in range(revision_ab.ACTION_POOL)]
-    request = {"kind": kind, "workload": "cartpole", "num_envs": 4, "cpu_iterations": None}
-    request |= {"actions": actions, "dtype": "int64", "subproc_kwargs": {"n_workers": 2}}
-    # (the checking wrapper lives in the script, which the worker processes cannot import under this name)
-    monkeypatch.setattr(revision_ab, "CheckedFactory", lambda tree, inner: inner)
-    contender = None
-    try:
-        contender = revision_ab.Contender(repo, request)
-        assert contender.settle == 0.0
-        per_second = contender.warmup(0.05)
-        assert contender.settle > 0.001
-        assert 0 < per_second < 1 / contender.settle
-        yield revision_ab, contender
-    finally:
-        if contender is not None:
-            contender.close()
-        del sys.modules[revision_ab.__name__]
+    with _bench_script("revision_ab_under_test", "revision_ab.py") as revision_ab:
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        actions = [[k % 2, (k + 1) % 2, 0, 1] for k in range(revision_ab.ACTION_POOL)]
+        request = {"kind": kind, "workload": "cartpole", "num_envs": 4, "cpu_iterations": None}
+        request |= {"actions": actions, "dtype": "int64", "subproc_kwargs": {"n_workers": 2}}
+        # (the checking wrapper lives in the script, which the worker processes cannot import under this name)
+        monkeypatch.setattr(revision_ab, "CheckedFactory", lambda tree, inner: inner)
+        contender = None
+        try:
+            contender = revision_ab.Contender(repo, request)
+            assert contender.settle == 0.0
+            per_second = contender.warmup(0.05)
+            assert contender.settle > 0.001
+            assert 0 < per_second < 1 / contender.settle
+            yield revision_ab, contender
+        finally:
+            if contender is not None:
+                contender.close()
 
 
 def test_revision_ab_collect_times_step_wait_alone_after_a_settle_per_step(monkeypatch):

@@ -168,6 +168,42 @@ def test_a_restarted_worker_is_served_by_the_loops_again(general_calls):
         venv.close()
 
 
+def test_a_restarted_worker_on_other_descriptors_is_polled_by_the_loops(general_calls, monkeypatch):
+    """The restarted process's pipe and sentinel get descriptors other than the dead one's (pipes held open while
+    it starts take those): the loops' poll set is rebuilt for them, and the dead worker's closed descriptors are
+    not watched (poll would report them as invalid, which ends the loop)."""
+    start = SubprocWorker._start_process
+
+    def start_elsewhere(self: SubprocWorker) -> None:
+        held = [os.pipe() for _ in range(4)]  # the lowest free descriptors: those the dead worker's pipes left
+        try:
+            start(self)
+        finally:
+            for fds in held:
+                os.close(fds[0])
+                os.close(fds[1])
+
+    fns = [functools.partial(CounterEnv, episode_len=50, offset=i) for i in range(4)]
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2, max_restarts=1, wait_mode="block")
+    try:
+        venv.reset()
+        venv.step(np.zeros(4, dtype=np.int64))
+        old = (venv._workers[1]._conn_fd, venv._workers[1]._sentinel)
+        monkeypatch.setattr(SubprocWorker, "_start_process", start_elsewhere)
+        os.kill(venv.processes[1].pid, signal.SIGKILL)
+        venv.processes[1].join(timeout=10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            venv.step(np.zeros(4, dtype=np.int64))
+        assert {venv._workers[1]._conn_fd, venv._workers[1]._sentinel}.isdisjoint(old)
+        del general_calls[:]
+        obs, _, _, _ = venv.step(np.zeros(4, dtype=np.int64))
+        assert general_calls == []
+        assert obs[:, :3].tolist() == [[0, 0, 3], [1, 0, 3], [2, 0, 1], [3, 0, 1]]
+    finally:
+        venv.close()
+
+
 def test_the_loop_is_only_for_worker_processes():
     venv = vecenv.SubprocVecEnv(_env_fns(4), n_workers=2, parent_envs=1)
     try:

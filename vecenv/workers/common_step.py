@@ -24,6 +24,7 @@ restarts or times out as it always does:
 
 from __future__ import annotations
 
+import itertools
 import os
 import select
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["CommonStep"]
 
 _POLLIN = select.POLLIN
+_DESCRIPTOR_CHANGES = itertools.count(1)
 _STEP = Command.STEP
 
 
@@ -54,10 +56,21 @@ class CommonStep:
     :param workers: the vector env's workers, all :class:`~vecenv.workers.subproc.SubprocWorker`.
     """
 
+    #: a new value each time a :class:`~vecenv.workers.subproc.SubprocWorker`'s reply pipe or process changes (a
+    #: process started, its pipes closed): every poll set built before then is rebuilt before its next use
+    descriptors_changed = 0
+
+    @classmethod
+    def forget_descriptors(cls) -> None:
+        """A worker's reply pipe or process sentinel changed (called once they are set): every common step's poll
+        set is stale. (Each call stores a value never stored before, so that no interleaving of calls from
+        several threads can bring back a value a poll set was built at.)"""
+        cls.descriptors_changed = next(_DESCRIPTOR_CHANGES)
+
     def __init__(self, workers: Sequence[SubprocWorker]) -> None:
         self._workers = list(workers)
-        #: the descriptors the poll set was built for: ``(reply pipe, sentinel)`` of each worker, in order
-        self._fds: tuple[int, ...] = ()
+        #: :attr:`descriptors_changed` when the poll set was built (-1: not built yet)
+        self._fds_seen = -1
         self._poll: Any = None
         #: descriptor -> worker position, or ``~position`` for the worker's process sentinel
         self._owner: dict[int, int] = {}
@@ -66,15 +79,15 @@ class CommonStep:
 
     def _poll_set(self) -> Any:
         """The poll set over every worker's reply pipe and sentinel, rebuilt when a restart changed them."""
-        fds = tuple(fd for worker in self._workers for fd in (worker._conn_fd, worker._sentinel))
-        if fds != self._fds:
+        changed = CommonStep.descriptors_changed
+        if changed != self._fds_seen:
             poll = select.poll()
             owner: dict[int, int] = {}
             for w, worker in enumerate(self._workers):
                 poll.register(worker._conn_fd, _POLLIN)
                 poll.register(worker._sentinel, _POLLIN)
                 owner[worker._conn_fd], owner[worker._sentinel] = w, ~w
-            self._fds, self._poll, self._owner = fds, poll, owner
+            self._fds_seen, self._poll, self._owner = changed, poll, owner
         return self._poll
 
     def send(self) -> int:

@@ -199,6 +199,7 @@ class SubprocWorker(MessageWorker):
         self._conn_fd = self.conn.fileno()
         self._send_fd = self._send_conn.fileno()
         self._sentinel = self.process.sentinel
+        CommonStep.forget_descriptors()
         self._poller: Any = select.poll()
         self._poller.register(self._conn_fd, select.POLLIN)
         self._poller.register(self._sentinel, select.POLLIN)
@@ -484,6 +485,7 @@ class SubprocWorker(MessageWorker):
         for conn in (self._send_conn, self.conn, self._fd_conn):
             conn.close()
         self._conn_fd = self._send_fd = -1
+        CommonStep.forget_descriptors()
         self._poller = None
         self._reply_seen = False
         self._unread = None
