@@ -196,6 +196,7 @@ def run_goal(name: str, case: Case, args: argparse.Namespace, iterations: int) -
         if c.venv is not None and c.caller[2]:  # the calling process's accounts over the timed chunks
             record["caller_us"] = c.caller[0] * 1e6 / c.caller[2]
             record["busy_us"] = c.caller[1] * 1e6 / c.caller[2]
+            record["cpu_us"] = c.caller[3] * 1e6 / c.caller[2]
     if "caller_us" in record and "plain" in rates and record["caller_us"] > record["busy_us"]:
         # a model, not a measurement: the rate if the calling process did no work of its own and still waited for
         # the workers as long per step
@@ -224,7 +225,10 @@ def goal_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
         checks = record["checks"]
         rates = ", ".join(f"{k} {float(np.median(v)):,.0f}" for k, v in record["rates"].items() if k != "capacity")
         if "caller_us" in record:
-            rates += f" (calling process per step: {record['caller_us']:.0f} us, busy {record['busy_us']:.0f} us)"
+            rates += (
+                f" (calling process per step: {record['caller_us']:.0f} us, busy {record['busy_us']:.0f} us, "
+                f"CPU {record['cpu_us']:.0f} us)"
+            )
         if "x_plain_if_no_busy" in record:
             rates += f"; with busy 0 and the same wait (a model): {record['x_plain_if_no_busy']:.2f}x plain loop"
         if "capacity" in record["rates"]:
@@ -288,8 +292,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{args.rounds} interleaved rounds of {args.seconds} s per contender; ratios are medians of the per-round "
             f"ratios; SubprocVecEnv with its defaults; Gymnasium async: AsyncVectorEnv(shared_memory=True); CPU "
             f"workload {iterations} burn iterations per step. The calling process's time per vector step is its "
-            "send + wait + collect (step_stats()), busy without the wait; 'with busy 0 and the same wait' is a "
-            "model, not a measurement: num_envs over that wait, over the plain loop's rate.",
+            "send + wait + collect (step_stats()), busy without the wait; CPU is the calling thread's CPU time "
+            "(time.thread_time(): user and system, its waits' system calls included) less its spinning for replies, "
+            "which leaves out the time other processes held its core; 'with busy 0 and the same wait' is a model, "
+            "not a measurement: num_envs over that wait, over the plain loop's rate.",
             "",
             render_markdown(COLUMNS, goal_rows(records), [False, False, False, False, False, False]),
         ]

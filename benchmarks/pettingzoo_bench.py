@@ -25,7 +25,9 @@ alike. ``agent-steps/s`` (rows stepped per second: vector steps x rows) is the m
 their quartiles (the spread of the pairing: what the machine's noise does to the ratio). For vecenv's worker layouts,
 ``caller us/step`` is the calling process's time per vector step (the whole ``step`` of the rows, over the timed
 chunks) and ``busy`` that time less the wait for the workers (``step_stats()`` of the vector env of the env
-copies): its own work of sending, collecting and building the rows.
+copies): its own work of sending, collecting and building the rows; ``cpu`` is the CPU time the calling thread used
+over the timed chunks (user and system, its waits' system calls included), less its spinning for replies, per
+vector step: that work without the time other processes held its core.
 
     python benchmarks/pettingzoo_bench.py                                 # 16 envs, 10 rounds of 0.5 s
     python benchmarks/pettingzoo_bench.py --num-envs 8 --rounds 5 --output pz.md --json pz.json
@@ -55,7 +57,16 @@ from vecenv.cli_args import json_object, positive_float, positive_int
 
 CONTENDERS = ("plain", "supersuit-2cpu", "supersuit-0cpu", "vecenv-subproc", "vecenv-parent", "vecenv-dummy")
 BASELINE = "supersuit-2cpu"
-COLUMNS = ["contender", "layout", "agent-steps/s", "x BASELINE", "quartiles", "caller us/step", "busy us/step"]
+COLUMNS = [
+    "contender",
+    "layout",
+    "agent-steps/s",
+    "x BASELINE",
+    "quartiles",
+    "caller us/step",
+    "busy us/step",
+    "cpu us/step",
+]
 _SUPERSUIT = re.compile(r"supersuit-(\d+)cpu")
 ENV_KWARGS = {"max_cycles": 25, "continuous_actions": False}
 
@@ -150,7 +161,7 @@ def run(args: argparse.Namespace, cores: int, base_class: str) -> list[dict[str,
         for c in built:  # warm-up: first steps, page faults, the workers' first messages
             rate(c.one, c.num_envs, args.warmup)
             c.rates.clear()
-            c.caller = [0.0, 0.0, 0]
+            c.reset_accounts()
         for r in range(args.rounds):
             shift = r % len(built)
             for c in built[shift:] + built[:shift]:
@@ -175,6 +186,7 @@ def run(args: argparse.Namespace, cores: int, base_class: str) -> list[dict[str,
         if c.caller[2]:
             record["caller_us"] = c.caller[0] * 1e6 / c.caller[2]
             record["busy_us"] = c.caller[1] * 1e6 / c.caller[2]
+            record["cpu_us"] = c.caller[3] * 1e6 / c.caller[2]
         records.append(record)
     return records
 
@@ -190,11 +202,12 @@ def table(records: list[dict[str, Any]], baseline: str = BASELINE) -> str:
             "{:.2f}..{:.2f}".format(*np.percentile(r["ratios"], [25, 75])) if "ratios" in r else "",
             f"{r['caller_us']:.0f}" if "caller_us" in r else "",
             f"{r['busy_us']:.0f}" if "busy_us" in r else "",
+            f"{r['cpu_us']:.0f}" if "cpu_us" in r else "",
         ]
         for r in records
     ]
     columns = [column.replace("BASELINE", baseline) for column in COLUMNS]
-    return render_markdown(columns, rows, [False, False, True, True, True, True, True])
+    return render_markdown(columns, rows, [False, False, True, True, True, True, True, True])
 
 
 def contender_list(text: str) -> list[str]:

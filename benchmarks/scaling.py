@@ -17,8 +17,11 @@ env-steps/s is compared with the plain loop's over N envs (a per-env-step rate, 
 Then ``--rounds`` rounds step every contender for ``--seconds`` in turn (the order rotated each round); a
 contender's rate is the median over rounds and its ratio the median of its per-round ratios to the plain loop.
 For vecenv's rows, ``caller us/step/W`` is the calling process's send+wait+collect per vector step divided by W
-(``venv.step_stats()`` over the timed chunks) and ``busy`` its send+collect part (the CPU work of the calling
-process; the wait is blocked or spinning); ``limit`` says what stops the scaling at that W.
+(``venv.step_stats()`` over the timed chunks) and ``busy`` its send+collect part (the wall time of the calling
+process's work; the wait is blocked or spinning); ``cpu`` is the CPU time the calling thread used over the timed
+chunks (``time.thread_time()``: user and system time, the system calls of its waits included), less its spinning
+for replies, per vector step divided by W: its work without the time other processes held its core, which ``busy``
+counts where the workers and the calling process share the cores. ``limit`` says what stops the scaling at that W.
 
 Before the workloads, the machine's own capacity: ``burn`` (the CPU workload's loop) in 1 process against
 ``--capacity-procs`` processes at once (default: the usable cores), rounds interleaved, the median ratio. It is
@@ -62,6 +65,7 @@ COLUMNS = [
     "x plain",
     "caller us/step/W",
     "busy us/step/W",
+    "cpu us/step/W",
     "x capacity",
     "limit",
 ]
@@ -178,7 +182,12 @@ class Contender:
         self.outer = outer
         self.count = 0
         self.rates: list[float] = []
-        self.caller = [0.0, 0.0, 0]  # send+wait+collect seconds, send+collect seconds, vector steps
+        self.reset_accounts()
+
+    def reset_accounts(self) -> None:
+        """Forget the calling process's accounts (``caller``): send+wait+collect seconds, send+collect seconds,
+        vector steps, and the calling thread's CPU seconds less its spinning."""
+        self.caller: list[float] = [0.0, 0.0, 0, 0.0]
 
     def one(self) -> None:
         """One vector step, with the next batch of actions."""
@@ -188,10 +197,10 @@ class Contender:
     def chunk(self, seconds: float) -> None:
         """Time one chunk; add the calling process's accounts over it (vecenv)."""
         before = self.venv.step_stats() if self.venv is not None else None
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         self.rates.append(rate(self.one, self.num_envs, seconds))
         if before is not None:
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
             after = self.venv.step_stats()
             wait = after.wait_seconds - before.wait_seconds
             if self.outer:
@@ -201,6 +210,7 @@ class Contender:
             self.caller[0] += busy + wait
             self.caller[1] += busy
             self.caller[2] += after.steps - before.steps
+            self.caller[3] += max(0.0, cpu - (after.spin_seconds - before.spin_seconds))
 
 
 def interleave(built: Sequence[Contender], probe: CapacityProbe | None, rounds: int, seconds: float) -> None:
@@ -327,6 +337,7 @@ def run_case(
         if c.venv is not None and c.caller[2]:
             record["caller_us"] = c.caller[0] * 1e6 / c.caller[2] / workers
             record["busy_us"] = c.caller[1] * 1e6 / c.caller[2] / workers
+            record["cpu_us"] = c.caller[3] * 1e6 / c.caller[2] / workers
         records[c.name] = record
     return [records[name] for name in names]
 
@@ -341,9 +352,8 @@ def table(records: list[dict[str, Any]], cores: int) -> str:
     rows = []
     for r in records:
         if "skipped" in r:
-            rows.append(
-                [r["workload"], str(r["W"]), str(r["envs"]), r["contender"], "skipped", "", "", "", "", r["skipped"]]
-            )
+            blank = [""] * (len(COLUMNS) - 6)  # the measured columns
+            rows.append([r["workload"], str(r["W"]), str(r["envs"]), r["contender"], "skipped", *blank, r["skipped"]])
             continue
         worker_row = r["contender"] != "plain"
         rows.append(
@@ -356,11 +366,12 @@ def table(records: list[dict[str, Any]], cores: int) -> str:
                 f"{r['x_plain']:.3f}",
                 f"{r['caller_us']:.1f}" if "caller_us" in r else "",
                 f"{r['busy_us']:.1f}" if "busy_us" in r else "",
+                f"{r['cpu_us']:.1f}" if "cpu_us" in r else "",
                 f"{r['x_capacity']:.3f}" if "x_capacity" in r else "",
                 limit(r, plain_us[r["workload"]], cores) if worker_row else "-",
             ]
         )
-    return render_markdown(COLUMNS, rows, [False, True, True, False, True, True, True, True, True, False])
+    return render_markdown(COLUMNS, rows, [False, True, True, False, True, True, True, True, True, True, False])
 
 
 def scaling_lines(records: list[dict[str, Any]]) -> list[str]:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +23,7 @@ import pytest
 from gymnasium import spaces
 
 import vecenv
-from tests.bench_scripts import BENCH_DIR, load_bench_script
+from tests.bench_scripts import BENCH_DIR, load_bench_script, registered_bench_script
 from tests.processes import pid_running, still_running
 from vecenv.bench import memory
 from vecenv.bench.runner import (
@@ -395,23 +396,6 @@ def test_markdown_table_formats_numbers_and_errors() -> None:
     assert "error" in error
 
 
-@contextlib.contextmanager
-def _bench_script(name: str, script: str) -> Iterator[Any]:
-    """benchmarks/``script`` loaded as module ``name``, registered in ``sys.modules`` until the block ends."""
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH_DIR, script))
-    assert spec is not None and spec.loader is not None
-    module = sys.modules[name] = importlib.util.module_from_spec(spec)
-    try:
-        sys.path.insert(0, BENCH_DIR)  # the scripts import their siblings (paired.py, scaling.py, ...)
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(BENCH_DIR)
-        yield module
-    finally:
-        del sys.modules[name]
-
-
 def test_speedup_chart_from_split_runs_draws_the_five_series(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/charts.py puts two bench.json files together and draws, at N=64, the plain loop, SB3's and
     Gymnasium's multiprocess classes, vecenv's default SubprocVecEnv and vecenv's fastest layout, each as its
@@ -450,7 +434,7 @@ def test_speedup_chart_from_split_runs_draws_the_five_series(tmp_path: Any, caps
         paths.append(str(path))
 
     out = tmp_path / "speedup.png"
-    with _bench_script("charts_under_test", "charts.py") as charts:
+    with registered_bench_script("charts_under_test", "charts.py") as charts:
         drawn = charts.main([*paths, "--num-envs", "64", "--speedup", str(out), "--grid", str(tmp_path / "grid.png")])
 
     assert drawn.num_envs == 64 and drawn.workloads == ["cartpole", "image"]
@@ -625,14 +609,22 @@ def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixtu
         "1",
     ]
     # (registered in sys.modules while it runs: its capacity task is pickled by reference to a forked pool)
-    with _bench_script("scaling_under_test", "scaling.py") as scaling:
+    with registered_bench_script("scaling_under_test", "scaling.py") as scaling:
         result = scaling.main(argv)
     printed = capsys.readouterr().out
     assert result["text"] in printed and "Machine capacity: 2 processes of burn at once" in printed
     lines = [line for line in printed.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    assert header == scaling.COLUMNS and len(header) == 10
-    assert header[3:9] == ["contender", "env-steps/s", "x plain", "caller us/step/W", "busy us/step/W", "x capacity"]
+    assert header == scaling.COLUMNS and len(header) == 11
+    assert header[3:10] == [
+        "contender",
+        "env-steps/s",
+        "x plain",
+        "caller us/step/W",
+        "busy us/step/W",
+        "cpu us/step/W",
+        "x capacity",
+    ]
     rows = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True)) for line in lines[2:]]
     assert [(r["workload"], r["W"], r["envs"], r["contender"]) for r in rows] == [
         ("cartpole", "1", "2", "plain"),
@@ -660,9 +652,40 @@ def test_scaling_script_table_rows_and_paired_ratios(capsys: pytest.CaptureFixtu
         else:
             assert row["x capacity"] == ""
         if row["contender"] == "plain":
-            assert row["x plain"] == "1.000" and row["caller us/step/W"] == "" and row["limit"] == "-"
+            assert row["x plain"] == "1.000" and row["caller us/step/W"] == row["cpu us/step/W"] == ""
+            assert row["limit"] == "-"
         else:
             assert float(row["caller us/step/W"]) >= float(row["busy us/step/W"]) > 0
+            assert float(row["cpu us/step/W"]) == pytest.approx(record["cpu_us"], abs=0.05) and record["cpu_us"] > 0
+
+
+def test_scaling_contender_counts_the_calling_threads_cpu_less_its_spinning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cpu``: the calling thread's CPU time over a chunk less the spinning that ``step_stats()`` reports, per
+    vector step. A fake vector env whose step takes 300 us of the thread's CPU (a fake clock) and reports 100 us of
+    it as spinning gives 200 us, however long the wall time."""
+    with registered_bench_script("scaling_cpu_under_test", "scaling.py") as scaling:
+        clock = {"cpu": 0.0, "wall": 0.0, "steps": 0}
+        monkeypatch.setattr(scaling.time, "thread_time", lambda: clock["cpu"])
+
+        def stats() -> Any:
+            steps = clock["steps"]
+            return SimpleNamespace(
+                steps=steps, wait_seconds=0.0, send_seconds=steps * 4e-4, collect_seconds=0.0, spin_seconds=steps * 1e-4
+            )
+
+        def step(actions: Any) -> None:
+            clock["cpu"] += 3e-4
+            clock["steps"] += 1
+
+        venv = SimpleNamespace(step_stats=stats)
+        contender = scaling.Contender("vecenv", 4, step, [None], lambda: None, venv=venv)
+        contender.chunk(0.01)
+        contender.chunk(0.01)
+        _, busy, steps, cpu = contender.caller
+        assert steps == clock["steps"] > 0
+        assert cpu / steps == pytest.approx(2e-4) and busy / steps == pytest.approx(4e-4)
+        contender.reset_accounts()
+        assert contender.caller == [0.0, 0.0, 0, 0.0]
 
 
 def test_capacity_and_rates_are_defined_for_a_process_that_runs_after_its_window(
@@ -718,7 +741,7 @@ def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.Cap
     rounds' ratios, met exactly when it reaches the goal; a case whose package is missing says so."""
     cases = ["cartpole-64", "cpu-16", "pong-8", "dummy-16"]
     argv = ["--cases", ",".join(cases), "--rounds", "2", "--seconds", "0.02", "--capacity-procs", "2"]
-    with _bench_script("goals_under_test", "goals.py") as goals:
+    with registered_bench_script("goals_under_test", "goals.py") as goals:
         result = goals.main(argv)
     printed = capsys.readouterr().out
     assert result["text"] in printed
@@ -753,6 +776,11 @@ def test_goals_script_one_row_per_goal_from_the_paired_rounds(capsys: pytest.Cap
             assert record["x_plain_if_no_busy"] == pytest.approx(expected)
             model = f"with busy 0 and the same wait (a model): {expected:.2f}x plain loop"
             assert model in row["env-steps/s (median over rounds)"]
+            assert (
+                f"busy {record['busy_us']:.0f} us, CPU {record['cpu_us']:.0f} us)"
+                in row["env-steps/s (median over rounds)"]
+            )
+            assert record["cpu_us"] > 0
         targets = [float(goal.split("x")[0].removeprefix(">= ")) for goal in row["goal"].split(" or ")]
         met = any(value >= target for value, target in zip(values, targets, strict=True))
         assert row["result"] == ("met" if met else "missed")
@@ -767,7 +795,7 @@ def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyP
         ran.append(name)
         return {"case": name, "num_envs": case.num_envs, "skipped": "not run"}
 
-    with _bench_script("goals_sixteen", "goals.py") as goals:
+    with registered_bench_script("goals_sixteen", "goals.py") as goals:
         monkeypatch.setattr(goals, "run_goal", skipped)
         monkeypatch.setattr(goals, "calibrate_cpu_iterations", lambda: 1)
         result = goals.main(["--cases", "sixteen,dummy-16"])
@@ -781,7 +809,7 @@ def test_goals_script_sixteen_runs_the_16_core_goals(monkeypatch: pytest.MonkeyP
 @contextlib.contextmanager
 def _revision_ab_contender(monkeypatch: Any, kind: str) -> Iterator[tuple[Any, Any]]:
     """benchmarks/revision_ab.py loaded, and a ``kind`` contender of 4 CartPoles in 2 workers, warmed up."""
-    with _bench_script("revision_ab_under_test", "revision_ab.py") as revision_ab:
+    with registered_bench_script("revision_ab_under_test", "revision_ab.py") as revision_ab:
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         actions = [[k % 2, (k + 1) % 2, 0, 1] for k in range(revision_ab.ACTION_POOL)]
         request = {"kind": kind, "workload": "cartpole", "num_envs": 4, "cpu_iterations": None}

@@ -62,9 +62,10 @@ def test_pettingzoo_bench_rows_and_paired_ratios(capsys: pytest.CaptureFixture[s
         low, high = (float(q) for q in row["quartiles"].split(".."))
         assert (low, high) == pytest.approx(tuple(np.percentile(rates / baseline, [25, 75])), abs=5e-3)
         in_workers = row["contender"] in ("vecenv-subproc", "vecenv-parent")
-        assert (row["caller us/step"] != "") == in_workers
+        assert (row["caller us/step"] != "") == in_workers and (row["cpu us/step"] != "") == in_workers
         if in_workers:
             assert float(row["caller us/step"]) >= float(row["busy us/step"]) > 0
+            assert float(row["cpu us/step"]) == pytest.approx(record["cpu_us"], abs=0.5) and record["cpu_us"] > 0
 
 
 def test_pettingzoo_bench_refuses_unknown_contenders(capsys: pytest.CaptureFixture[str]) -> None:
