@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"ratios; SubprocVecEnv with its defaults; Gymnasium async: AsyncVectorEnv(shared_memory=True); CPU "
             f"workload {iterations} burn iterations per step. The calling process's time per vector step is its "
             "send + wait + collect (step_stats()), busy without the wait; CPU is the calling thread's CPU time "
-            "(time.thread_time(): user and system, its waits' system calls included) less its spinning for replies, "
+            "(time.thread_time(): user and system, its waits' system calls and any spinning for replies included), "
             "which leaves out the time other processes held its core; 'with busy 0 and the same wait' is a model, "
             "not a measurement: num_envs over that wait, over the plain loop's rate.",
             "",

@@ -26,8 +26,8 @@ their quartiles (the spread of the pairing: what the machine's noise does to the
 ``caller us/step`` is the calling process's time per vector step (the whole ``step`` of the rows, over the timed
 chunks) and ``busy`` that time less the wait for the workers (``step_stats()`` of the vector env of the env
 copies): its own work of sending, collecting and building the rows; ``cpu`` is the CPU time the calling thread used
-over the timed chunks (user and system, its waits' system calls included), less its spinning for replies, per
-vector step: that work without the time other processes held its core.
+over the timed chunks (user and system, its waits' system calls and any spinning for replies included), per vector
+step: that work without the time other processes held its core.
 
     python benchmarks/pettingzoo_bench.py                                 # 16 envs, 10 rounds of 0.5 s
     python benchmarks/pettingzoo_bench.py --num-envs 8 --rounds 5 --output pz.md --json pz.json

@@ -19,9 +19,10 @@ contender's rate is the median over rounds and its ratio the median of its per-r
 For vecenv's rows, ``caller us/step/W`` is the calling process's send+wait+collect per vector step divided by W
 (``venv.step_stats()`` over the timed chunks) and ``busy`` its send+collect part (the wall time of the calling
 process's work; the wait is blocked or spinning); ``cpu`` is the CPU time the calling thread used over the timed
-chunks (``time.thread_time()``: user and system time, the system calls of its waits included), less its spinning
-for replies, per vector step divided by W: its work without the time other processes held its core, which ``busy``
-counts where the workers and the calling process share the cores. ``limit`` says what stops the scaling at that W.
+chunks (``time.thread_time()``: user and system time, the system calls of its waits included, and its spinning for
+replies where it spins), per vector step divided by W: its work without the time other processes held its core,
+which ``busy`` counts where the workers and the calling process share the cores. ``limit`` says what stops the
+scaling at that W.
 
 Before the workloads, the machine's own capacity: ``burn`` (the CPU workload's loop) in 1 process against
 ``--capacity-procs`` processes at once (default: the usable cores), rounds interleaved, the median ratio. It is
@@ -186,7 +187,7 @@ class Contender:
 
     def reset_accounts(self) -> None:
         """Forget the calling process's accounts (``caller``): send+wait+collect seconds, send+collect seconds,
-        vector steps, and the calling thread's CPU seconds less its spinning."""
+        vector steps, and the calling thread's CPU seconds."""
         self.caller: list[float] = [0.0, 0.0, 0, 0.0]
 
     def one(self) -> None:
@@ -210,7 +211,7 @@ class Contender:
             self.caller[0] += busy + wait
             self.caller[1] += busy
             self.caller[2] += after.steps - before.steps
-            self.caller[3] += max(0.0, cpu - (after.spin_seconds - before.spin_seconds))
+            self.caller[3] += cpu
 
 
 def interleave(built: Sequence[Contender], probe: CapacityProbe | None, rounds: int, seconds: float) -> None:
