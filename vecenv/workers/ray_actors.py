@@ -2,7 +2,7 @@
 
 The actor (:class:`GroupActor`) builds its :class:`~vecenv.env_group.EnvGroup` from the cloudpickled factories,
 inside the actor, and serves the byte protocol of :mod:`vecenv.workers.messages` through a
-:class:`~vecenv.workers.messages.GroupServer`: one ``handle`` call per step carries the actor's slice of the
+:class:`~vecenv.workers.group_server.GroupServer`: one ``handle`` call per step carries the actor's slice of the
 actions in and its observations, rewards, flags and sparse infos out. :class:`RayWorker` is the driver's
 handle: a :class:`~vecenv.workers.messages.MessageWorker` whose bytes travel as Ray object references, waited
 for with ``ray.wait``.
@@ -33,7 +33,8 @@ from vecenv.interrupts import GUARD
 from vecenv.optional import import_optional
 from vecenv.protocol import Command
 from vecenv.workers.base import Worker
-from vecenv.workers.messages import CALL, OK, GroupServer, MessageWorker, build_group, dumps, label
+from vecenv.workers.group_server import GroupServer, build_group
+from vecenv.workers.messages import CALL, OK, MessageWorker, dumps, label
 from vecenv.workers.ray_calls import (
     DEFAULT_CONNECT_TIMEOUT,
     BoundedCall,
@@ -70,7 +71,7 @@ def import_ray(needed_by: str = "RayVecEnv") -> Any:
 
 
 class GroupActor:
-    """The actor: a group of envs served by a :class:`~vecenv.workers.messages.GroupServer`.
+    """The actor: a group of envs served by a :class:`~vecenv.workers.group_server.GroupServer`.
 
     :param env_fns: the group's env factories (built in :meth:`handshake`, inside the actor).
     :param env_indices: their global indices.

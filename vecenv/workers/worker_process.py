@@ -21,7 +21,7 @@ from vecenv.base import CloudpickleWrapper
 from vecenv.protocol import Command
 from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import batch_copy, batch_slice
-from vecenv.workers.messages import GroupServer, build_group
+from vecenv.workers.group_server import GroupServer, build_group
 from vecenv.workers.pipes import read_message, write_message
 from vecenv.workers.spin import REPLIES, REQUESTS, SPIN_PAUSED, Spinner
 
