@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import gc
 import json
 import os
@@ -65,11 +66,17 @@ BASELINE, CANDIDATE, CANDIDATE2 = "baseline", "candidate", "candidate'"
 class Case:
     """``kind`` ``dummy`` (DummyVecEnv overhead over a plain loop), ``subproc`` (SubprocVecEnv rate),
     ``collect`` (SubprocVecEnv's ``step_wait`` alone, once every worker has replied) or ``send`` (the CPU time of
-    SubprocVecEnv's ``step_async`` alone, every worker idle)."""
+    SubprocVecEnv's ``step_async`` alone, every worker idle). ``num_envs`` env copies; the ``pettingzoo`` workload's
+    rows (agents) are the vector env's envs, and its figures are per agent-step."""
 
     kind: str
     workload: str
     num_envs: int
+
+    @property
+    def rows(self) -> int:
+        """The vector env's ``num_envs``: one per agent of each env copy for ``pettingzoo``."""
+        return self.num_envs * PETTINGZOO_AGENTS if self.workload == "pettingzoo" else self.num_envs
 
 
 CASES = {
@@ -95,18 +102,43 @@ CASES = {
     # wakes on few cores)
     "send-cartpole-1024": Case("send", "cartpole", 1024),
     "send-pong-64": Case("send", "pong", 64),
+    # PettingZoo (needs mpe2): N copies of simple_spread_v3 as vecenv.pettingzoo.make_vec_env's rows (3 per env)
+    "subproc-pettingzoo-64": Case("subproc", "pettingzoo", 64),
+    "collect-pettingzoo-64": Case("collect", "pettingzoo", 64),
+    "send-pettingzoo-64": Case("send", "pettingzoo", 64),
 }
 #: ALE Pong (210x160x3 uint8 observations; needs ale-py): ``gymnasium.make`` imports ale_py first, in workers too
 PONG_ID = "ale_py:ALE/Pong-v5"
 
 
+#: mpe2's ``simple_spread_v3`` as pettingzoo_bench.py steps it (3 agents, discrete actions)
+PETTINGZOO_KWARGS = {"max_cycles": 25, "continuous_actions": False}
+PETTINGZOO_AGENTS = 3
+
+
+def pettingzoo_env_fn() -> Any:
+    """``simple_spread_v3.parallel_env`` with :data:`PETTINGZOO_KWARGS` (a picklable callable)."""
+    from mpe2 import simple_spread_v3
+
+    return functools.partial(simple_spread_v3.parallel_env, **PETTINGZOO_KWARGS)
+
+
 def workload_factory(workload: str, cpu_iterations: int | None) -> Any:
-    """The env factory of ``workload``, from the importing tree's ``vecenv.bench.workloads`` (``pong``: ALE Pong)."""
+    """The env factory of ``workload``, from the importing tree's ``vecenv.bench.workloads`` (``pong``: ALE Pong;
+    ``pettingzoo``: one copy of the PettingZoo env as ``vecenv.pettingzoo`` stacks its agents)."""
     from vecenv.bench.workloads import WORKLOADS, WorkloadFactory
 
     if workload == "pong":
         return WorkloadFactory(PONG_ID)
+    if workload == "pettingzoo":
+        from vecenv.pettingzoo import AgentStackEnv
+
+        return functools.partial(_agent_stack_env, pettingzoo_env_fn(), AgentStackEnv)
     return WORKLOADS[workload].factory(cpu_iterations)
+
+
+def _agent_stack_env(env_fn: Any, stack: Any) -> Any:
+    return stack(env_fn())
 
 
 # ---------------------------------------------------------------------------------------------- child side
@@ -150,7 +182,14 @@ class Contender:
         self.batches = [np.asarray(batch, dtype=request["dtype"]) for batch in request["actions"]]
         self.per_env = [list(batch) for batch in self.batches]  # the elements a vector env passes on
         self.envs: list[Any] = []
-        if self.kind == "dummy":
+        if request["workload"] == "pettingzoo":  # the rows of n env copies (no plain loop: not a dummy case)
+            from vecenv.pettingzoo import make_vec_env
+
+            env_fn = CheckedFactory(tree, pettingzoo_env_fn())
+            self.venv = make_vec_env(
+                env_fn, n, vec_env_cls=SubprocVecEnv, vec_env_kwargs=request.get("subproc_kwargs", {})
+            )
+        elif self.kind == "dummy":
             self.envs = [factory() for _ in range(n)]
             for i, env in enumerate(self.envs):
                 env.reset(seed=i)
@@ -401,10 +440,10 @@ def extract(rev: str, destination: Path) -> str:
 def seeded_actions(case: Case, cpu_iterations: int | None) -> tuple[list[Any], str]:
     """``ACTION_POOL`` batches of ``num_envs`` actions from the workload's action space seeded with 0."""
     env = workload_factory(case.workload, cpu_iterations)()
-    space = env.action_space
+    space = env.agent_action_space if case.workload == "pettingzoo" else env.action_space  # (pettingzoo: per row)
     env.close()
     space.seed(0)
-    batches = [np.stack([space.sample() for _ in range(case.num_envs)]) for _ in range(ACTION_POOL)]
+    batches = [np.stack([space.sample() for _ in range(case.rows)]) for _ in range(ACTION_POOL)]
     return [batch.tolist() for batch in batches], str(batches[0].dtype)
 
 
@@ -430,7 +469,7 @@ def run_case(
     values: dict[str, list[float]] = {label: [] for label in children}
     plain: list[float] = []
     order = list(children)  # baseline, candidate, candidate': each pair adjacent, its order reversed each round
-    env_steps = steps * case.num_envs
+    env_steps = steps * case.rows
     for r in range(args.rounds):
         for label in order if r % 2 == 0 else order[::-1]:
             reply = children[label].request("measure", steps=steps)

@@ -370,3 +370,38 @@ class LooseObsEnv(gym.Env):
         self.t += 1
         over = self.t >= self.episode_len + self.offset
         return self._obs(), 1.0, over and self.end == "terminate", over and self.end == "truncate", {}
+
+
+class CompositeObsEnv(LooseObsEnv):
+    """A Dict (``"pos"`` float32 ``(2,)``, ``"count"`` int64 ``(3,)``) or Tuple observation space, and observations
+    returned as ``obs_type``:
+
+    - ``"dict"``: a ``dict`` in the space's key order (gymnasium sorts a Dict's keys: ``count``, ``pos``);
+    - ``"dict_own_order"``: a ``dict`` in the env's own order (``pos`` first);
+    - ``"ordered_dict"``: an ``OrderedDict`` in the space's order;
+    - ``"dict_float64"``: a ``dict`` whose ``pos`` is float64;
+    - ``"tuple"``: a Tuple space ``(pos, count)`` and ``tuple`` observations.
+
+    Observation values follow ``offset`` and the step count ``t``; episodes end as :class:`LooseObsEnv`'s
+    (terminated). Exercises the terminal observations of composite spaces in SubprocVecEnv.
+    """
+
+    def __init__(self, obs_type: str = "dict", offset: int = 0, episode_len: int = 2) -> None:
+        super().__init__(obs_type, offset, episode_len)
+        pos = spaces.Box(-100.0, 100.0, shape=(2,), dtype=np.float32)
+        count = spaces.Box(0, 1000, shape=(3,), dtype=np.int64)
+        self.observation_space: spaces.Space = (
+            spaces.Tuple((pos, count)) if obs_type == "tuple" else spaces.Dict({"pos": pos, "count": count})
+        )
+
+    def _obs(self) -> Any:
+        pos_dtype = np.float64 if self.obs_type == "dict_float64" else np.float32
+        pos = np.array([self.offset, self.t], dtype=pos_dtype)
+        count = np.array([self.t, self.t + 1, self.offset], dtype=np.int64)
+        if self.obs_type == "tuple":
+            return (pos, count)
+        if self.obs_type == "dict_own_order":
+            return {"pos": pos, "count": count}
+        if self.obs_type == "ordered_dict":
+            return OrderedDict([("count", count), ("pos", pos)])
+        return {"count": count, "pos": pos}

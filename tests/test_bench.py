@@ -819,6 +819,30 @@ def _revision_ab_contender(monkeypatch: Any, kind: str) -> Iterator[tuple[Any, A
                 contender.close()
 
 
+def test_revision_ab_pettingzoo_cases_step_one_action_per_agent(monkeypatch):
+    """The ``*-pettingzoo-*`` cases of benchmarks/revision_ab.py: the seeded batches hold one action of the agents'
+    space per row (3 rows per simple_spread copy), and the contender steps vecenv.pettingzoo's rows of the copies,
+    its figures per agent-step."""
+    with registered_bench_script("revision_ab_under_test", "revision_ab.py") as revision_ab:
+        case = revision_ab.Case("subproc", "pettingzoo", 2)
+        assert case.rows == 6 and revision_ab.CASES["collect-pettingzoo-64"].rows == 192
+        actions, dtype = revision_ab.seeded_actions(case, None)
+        assert len(actions) == revision_ab.ACTION_POOL and dtype == "int64"
+        assert all(len(batch) == 6 and set(batch) <= set(range(5)) for batch in actions)
+        assert actions == revision_ab.seeded_actions(case, None)[0]  # seeded
+        monkeypatch.setattr(revision_ab, "CheckedFactory", lambda tree, inner: inner)
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        request = {"kind": "subproc", "workload": "pettingzoo", "num_envs": 2, "cpu_iterations": None}
+        request |= {"actions": actions, "dtype": dtype, "subproc_kwargs": {"n_workers": 2}}
+        contender = revision_ab.Contender(repo, request)
+        try:
+            assert contender.venv.num_envs == 6 and contender.venv.possible_agents[0] == "agent_0"
+            assert contender.measure(4)["vec"] > 0
+            assert contender.venv.step_stats().steps == 4
+        finally:
+            contender.close()
+
+
 def test_revision_ab_collect_times_step_wait_alone_after_a_settle_per_step(monkeypatch):
     """A ``collect-*`` case of benchmarks/revision_ab.py: after the warm-up, each measured step is ``step_async``,
     a sleep of ``settle`` (3 steps' time plus 1 ms), then ``step_wait`` (the only part timed); every step is

@@ -189,6 +189,42 @@ def test_each_rows_info_is_its_own_dict_at_every_step():
         venv.close()
 
 
+def test_episode_ends_reach_the_rows_through_shared_memory(monkeypatch):
+    """AgentStackEnv's observations come in its observation space's key order, so that SubprocVecEnv's workers write
+    the last observation of an episode into shared memory: the step where every env's episode ends carries no
+    pickled info (simple_spread's agents have empty infos), and each row's ``terminal_observation`` is the
+    observation the row had before that step's reset, the same as DummyVecEnv's."""
+    from vecenv.pettingzoo import AgentStackEnv
+
+    env = AgentStackEnv(_simple_spread())
+    expected_keys = list(env.observation_space.spaces)
+    assert list(env.reset(seed=0)[0]) == expected_keys
+    assert list(env.step(np.zeros((3,), dtype=np.int64))[0]) == expected_keys
+    env.close()
+    venvs = [make_vec_env(_simple_spread, 2, seed=0, vec_env_cls=cls) for cls in (vecenv.SubprocVecEnv, None)]
+    try:
+        for venv in venvs:
+            venv.reset()
+        decoded = []
+        for worker in venvs[0].venv._workers:
+            decode = worker._reply
+            monkeypatch.setattr(worker, "_reply", lambda data, decode=decode: decoded.append(1) or decode(data))
+        actions = np.arange(venvs[0].num_envs) % 5
+        for step in range(6):  # max_cycles=6: every env's episode ends at the 6th step
+            (obs, _, dones, infos), (dummy_obs, _, dummy_dones, dummy_infos) = (venv.step(actions) for venv in venvs)
+            np.testing.assert_array_equal(obs, dummy_obs)
+            np.testing.assert_array_equal(dones, dummy_dones)
+            assert dones.all() == (step == 5)
+        for info, dummy_info in zip(infos, dummy_infos, strict=True):
+            final = info["terminal_observation"]
+            assert final.dtype == np.float32 and final.shape == (18,)
+            np.testing.assert_array_equal(final, dummy_info["terminal_observation"])
+        assert not decoded
+    finally:
+        for venv in venvs:
+            venv.close()
+
+
 def test_actions_of_absent_agents_are_ignored():
     """ScriptedAgentsEnv raises if it receives an action for an agent not in ``agents``: row c's action (any valid
     value) at step 1 and row b's after it left never reach the env."""

@@ -19,11 +19,11 @@ import pytest
 from gymnasium import spaces
 
 import vecenv
-from tests.envs import CounterEnv, LooseObsEnv
+from tests.envs import CompositeObsEnv, CounterEnv, LooseObsEnv
 from tests.envs_perf import PERF_SPACES, CustomSpaceEnv, SampleEnv, assert_same, custom_obs, leaf_signature
 from vecenv.actions import write_actions
 from vecenv.shared_memory import SharedBatch
-from vecenv.spaces import batch_take, buffer_leaves, create_batch_buffer
+from vecenv.spaces import batch_take, buffer_leaves, create_batch_buffer, make_row_reader, make_row_writer
 
 START_METHODS = mp.get_all_start_methods()
 KINDS = list(PERF_SPACES)
@@ -520,26 +520,93 @@ def test_terminal_observation_as_the_env_returned_it(obs_type, end):
     either way ``infos[i]["terminal_observation"]`` is what the env returned (type, dtype, values), as with the
     env stepped by hand, and ``TimeLimit.truncated`` tells truncation from termination. 3 envs, 2 workers."""
     fns = [functools.partial(LooseObsEnv, obs_type=obs_type, offset=i, end=end) for i in range(3)]
-    hand = [fn() for fn in fns]
-    for env in hand:
-        env.reset(seed=0)
     venv = vecenv.SubprocVecEnv(fns, n_workers=2)
     try:
         venv.reset()
-        ends = 0
-        for _ in range(6):
-            _, _, dones, infos = venv.step(np.zeros(3, dtype=np.int64))
-            for env, done, info in zip(hand, dones, infos, strict=True):
-                obs, _, terminated, truncated, _ = env.step(0)
-                assert done == (terminated or truncated)
-                if done:
-                    ends += 1
-                    assert list(info) == ["TimeLimit.truncated", "terminal_observation"]
-                    assert info["TimeLimit.truncated"] is (end == "truncate")
-                    assert_same(info["terminal_observation"], obs)
-                    env.reset()
-                else:
-                    assert info == {"TimeLimit.truncated": False}
-        assert ends == 3 + 2 + 1  # episode lengths 2, 3, 4 over 6 steps
+        ends = _episode_ends(venv, [fn() for fn in fns])
+        assert len(ends) == 3 + 2 + 1  # episode lengths 2, 3, 4 over 6 steps
+        for info, obs in ends:
+            assert info["TimeLimit.truncated"] is (end == "truncate")
+            assert_same(info["terminal_observation"], obs)
     finally:
         venv.close()
+
+
+def _episode_ends(venv: Any, hand: list[Any], steps: int = 6) -> list[tuple[dict[str, Any], Any]]:
+    """Step ``venv`` and the same envs by hand (``hand``, reset here) ``steps`` times with action 0: each step's
+    dones must agree, and the info of an env not done is ``{"TimeLimit.truncated": False}``. Returns ``(info, the
+    env's last observation)`` of each episode end, whose info holds ``TimeLimit.truncated`` and
+    ``terminal_observation`` only."""
+    for env in hand:
+        env.reset(seed=0)
+    ends = []
+    for _ in range(steps):
+        _, _, dones, infos = venv.step(np.zeros(len(hand), dtype=np.int64))
+        for env, done, info in zip(hand, dones, infos, strict=True):
+            obs, _, terminated, truncated, _ = env.step(0)
+            assert done == (terminated or truncated)
+            if done:
+                assert list(info) == ["TimeLimit.truncated", "terminal_observation"]
+                ends.append((info, obs))
+                env.reset()
+            else:
+                assert info == {"TimeLimit.truncated": False}
+    return ends
+
+
+#: CompositeObsEnv's observation types whose terminal observations a row holds exactly (through shared memory)
+ROW_EXACT = {"dict": True, "tuple": True, "dict_own_order": False, "ordered_dict": False, "dict_float64": False}
+
+
+@pytest.mark.parametrize("obs_type", list(ROW_EXACT))
+def test_composite_terminal_observation_as_the_env_returned_it(obs_type, monkeypatch):
+    """Dict and Tuple spaces: a terminal observation that a row of the space holds exactly (a ``dict`` in the
+    space's key order, a ``tuple``, arrays of the leaves' dtypes) travels through shared memory, so the step's
+    reply carries no pickled info; any other (the env's own key order, an ``OrderedDict``, another dtype) travels
+    pickled. Either way ``infos[i]["terminal_observation"]`` is what the env returned: type, key order, dtypes
+    and values, as with the env stepped by hand. 3 envs, 2 workers."""
+    fns = [functools.partial(CompositeObsEnv, obs_type=obs_type, offset=i) for i in range(3)]
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2)
+    try:
+        venv.reset()
+        decoded = []  # the steps' replies decoded with a pickled part, over every worker
+        for worker in venv._workers:
+            decode = worker._reply
+            monkeypatch.setattr(worker, "_reply", lambda data, decode=decode: decoded.append(1) or decode(data))
+        ends = _episode_ends(venv, [fn() for fn in fns])
+        assert len(ends) == 3 + 2 + 1  # episode lengths 2, 3, 4 over 6 steps
+        for info, obs in ends:
+            assert info["TimeLimit.truncated"] is False
+            assert_same(info["terminal_observation"], obs)
+            assert type(info["terminal_observation"]) is type(obs)
+            if isinstance(obs, dict):
+                assert list(info["terminal_observation"]) == list(obs)  # the env's key order
+        assert (not decoded) is ROW_EXACT[obs_type]
+    finally:
+        venv.close()
+
+
+def test_row_writer_takes_only_what_a_row_gives_back():
+    """make_row_writer stores a value only if make_row_reader gives it back as it was: same type, key order, dtypes
+    and shapes; each read is a copy."""
+    space = spaces.Dict({"b": spaces.Box(0, 1, (2,), np.float32), "a": spaces.Tuple((spaces.Discrete(3),))})
+    assert list(space.spaces) == ["a", "b"]  # gymnasium sorts a Dict's keys
+    buffer = create_batch_buffer(space, 2)
+    write, read = make_row_writer(space), make_row_reader(buffer)
+    value = {"a": (np.array(2, dtype=np.int64),), "b": np.array([0.5, 1.0], dtype=np.float32)}
+    assert write(buffer, 1, value)
+    row = read(1)
+    assert_same(row, value)
+    assert list(row) == ["a", "b"] and type(row["a"]) is tuple
+    row["b"][0] = 7
+    assert buffer["b"][1, 0] == 0.5  # a copy
+    refused = [
+        {"b": value["b"], "a": value["a"]},  # another key order
+        {"a": value["a"]},  # a key missing
+        {"a": (2,), "b": value["b"]},  # a Python int, not an array
+        {"a": value["a"], "b": value["b"].astype(np.float64)},  # another dtype
+        {"a": value["a"], "b": value["b"][:1]},  # another shape
+        {"a": [value["a"][0]], "b": value["b"]},  # a list, not a tuple
+    ]
+    for other in refused:
+        assert not write(buffer, 0, other), other

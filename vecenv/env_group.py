@@ -25,7 +25,7 @@ from vecenv.errors import (
     drop_uncopyable,
 )
 from vecenv.protocol import Command, EmptyOptions
-from vecenv.spaces import create_batch_buffer, make_obs_writer
+from vecenv.spaces import create_batch_buffer, make_obs_writer, make_row_writer
 from vecenv.sub_envs import (
     SubEnvRequests,
     build_env,
@@ -128,11 +128,13 @@ class EnvGroup(SubEnvRequests):
         # the info values the current step could not copy: (env index, "info", key, type name, reason) each; the
         # step raises UncopyableInfoError once every env has stepped (see _copy_info_dropping)
         self._uncopyable: list[tuple[int, str, Any, str, str]] = []
-        #: if set (a ``(k, *obs_shape)`` array, by worker processes whose observations live in shared
-        #: memory), the last observation of a finished episode is written there instead of into
-        #: ``info["terminal_observation"]`` when it has the buffer's dtype and shape; the worker's
-        #: parent puts it back into the info (see :mod:`vecenv.workers.subproc`)
-        self.terminal_obs: np.ndarray | None = None
+        #: if set (a batch buffer of ``k`` rows, by worker processes whose observations live in shared memory), the
+        #: last observation of a finished episode is written there instead of into ``info["terminal_observation"]``
+        #: when a row holds exactly that value (:func:`vecenv.spaces.make_row_writer`: arrays of the row's dtype and
+        #: shape, dicts in the space's key order); the worker's parent puts it back into the info (see
+        #: :mod:`vecenv.workers.messages`)
+        self.terminal_obs: Any = None
+        self._write_terminal_row = make_row_writer(self.observation_space)
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(n)]
         self._write_obs = make_obs_writer(self.observation_space)
         #: local indices of the envs whose episode ended at the last :meth:`step`
@@ -388,14 +390,7 @@ class EnvGroup(SubEnvRequests):
                 info["TimeLimit.truncated"] = True
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
             terminal_obs = self.terminal_obs
-            if (
-                terminal_obs is not None
-                and type(obs) is np.ndarray
-                and obs.dtype == terminal_obs.dtype
-                and obs.shape == terminal_obs.shape[1:]
-            ):
-                terminal_obs[j] = obs
-            else:
+            if terminal_obs is None or not self._write_terminal_row(terminal_obs, j, obs):
                 info["terminal_observation"] = copy_observation(obs)
                 if not rich:
                     rich = True

@@ -71,9 +71,9 @@ class SharedBatch:
     :ivar dones: bool ``(num_envs,)``.
     :ivar terminations: bool ``(num_envs,)``: the ``terminated`` flag of each env's last step.
     :ivar truncations: bool ``(num_envs,)``: the ``truncated`` flag of each env's last step.
-    :ivar terminal_obs: ``(num_envs, *obs_shape)`` for the last observation of finished episodes when the
-        observation space is a single fixed-size array (Box, Discrete, ...); None otherwise (terminal
-        observations then travel pickled in the infos).
+    :ivar terminal_obs: batch buffer of the observation space (as ``obs``) for the last observation of finished
+        episodes; None when observations cannot live in shared memory (terminal observations then travel
+        pickled in the infos, as do those that do not fit a row exactly: see :func:`vecenv.spaces.make_row_writer`).
     :ivar actions: action batch buffer ``(num_envs, *action_shape)``, or None if the action space cannot
         live in shared memory (actions then travel pickled).
     :ivar signals: int64 ``(num_envs, 8)``, one 64-byte line per env: the worker process whose first env is
@@ -95,7 +95,7 @@ class SharedBatch:
     dones: np.ndarray
     terminations: np.ndarray
     truncations: np.ndarray
-    terminal_obs: np.ndarray | None
+    terminal_obs: Any
     actions: Any
     signals: np.ndarray
     obs_slots: list[Any]
@@ -117,9 +117,7 @@ class SharedBatch:
         arrays: dict[str, Any] = {"obs": obs, "rewards": alloc((num_envs,), np.dtype(rewards_dtype))}
         for name in ("dones", "terminations", "truncations"):
             arrays[name] = alloc((num_envs,), np.dtype(bool))
-        arrays["terminal_obs"] = (
-            alloc(obs.shape, obs.dtype) if isinstance(obs, np.ndarray) and is_shareable(obs) else None
-        )
+        arrays["terminal_obs"] = create_batch_buffer(observation_space, num_envs, alloc) if is_shareable(obs) else None
         actions = create_batch_buffer(action_space, num_envs, alloc)
         arrays["actions"] = actions if is_shareable(actions) else None
         arrays["signals"] = alloc((num_envs, _ALIGN // 8), np.dtype(np.int64))

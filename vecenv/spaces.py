@@ -40,6 +40,8 @@ __all__ = [
     "make_action_writer",
     "make_actions_checker",
     "make_obs_writer",
+    "make_row_reader",
+    "make_row_writer",
     "num_actions",
     "obs_space_info",
     "split_actions",
@@ -172,6 +174,71 @@ def _(space: spaces.Tuple) -> Callable[[Any, int, Any], None]:
             sub_write(buffer[i], index, obs[i])
 
     return write
+
+
+@singledispatch
+def make_row_writer(space: spaces.Space) -> Callable[[Any, int, Any], bool]:
+    """Return ``write(buffer, index, obs) -> bool`` that stores one env's observation at row ``index`` of a batch
+    buffer of ``space`` only if a row holds exactly that value, and says whether it did.
+
+    Exactly: arrays (``type(obs) is np.ndarray``) of the row's dtype and shape; for a Dict space a ``dict`` with
+    the space's keys in the space's order; for a Tuple space a ``tuple`` of its length. Reading the row back
+    (:func:`make_row_reader`) then gives a value equal to ``obs`` in type, key order, dtype and shape. Anything
+    else (a Python scalar, another mapping type, a key order of the env's own) returns False, possibly after
+    writing part of the row: the caller then keeps a copy of ``obs`` itself.
+    """
+
+    def write(buffer: np.ndarray, index: int, obs: Any) -> bool:
+        if type(obs) is np.ndarray and obs.dtype == buffer.dtype and obs.shape == buffer.shape[1:]:
+            buffer[index] = obs
+            return True
+        return False
+
+    return write
+
+
+@make_row_writer.register(spaces.Dict)
+def _(space: spaces.Dict) -> Callable[[Any, int, Any], bool]:
+    writers = [(key, make_row_writer(sub)) for key, sub in space.spaces.items()]
+    size = len(writers)
+
+    def write(buffer: dict[str, Any], index: int, obs: Any) -> bool:
+        if type(obs) is not dict or len(obs) != size:
+            return False
+        for (key, sub_write), (obs_key, value) in zip(writers, obs.items(), strict=True):
+            if key != obs_key or not sub_write(buffer[key], index, value):
+                return False
+        return True
+
+    return write
+
+
+@make_row_writer.register(spaces.Tuple)
+def _(space: spaces.Tuple) -> Callable[[Any, int, Any], bool]:
+    writers = [make_row_writer(sub) for sub in space.spaces]
+    size = len(writers)
+
+    def write(buffer: tuple[Any, ...], index: int, obs: Any) -> bool:
+        if type(obs) is not tuple or len(obs) != size:
+            return False
+        return all(sub_write(buffer[i], index, obs[i]) for i, sub_write in enumerate(writers))
+
+    return write
+
+
+def make_row_reader(buffer: Any) -> Callable[[int], Any]:
+    """Return ``read(index)``: a copy of row ``index`` of the batch buffer ``buffer`` (array, dict or tuple of
+    buffers), in its structure: an array ``obs_shape`` (a 0-d array for a scalar row), a ``dict`` in the buffer's
+    key order, a ``tuple``. What :func:`make_row_writer` stored comes back equal."""
+    if isinstance(buffer, np.ndarray):
+        return lambda index: buffer[index, ...].copy()
+    if isinstance(buffer, dict):
+        parts = [(key, make_row_reader(value)) for key, value in buffer.items()]
+        return lambda index: {key: read(index) for key, read in parts}
+    if isinstance(buffer, tuple):
+        items = [make_row_reader(value) for value in buffer]
+        return lambda index: tuple(read(index) for read in items)
+    raise TypeError(f"make_row_reader expected an array, dict or tuple batch buffer, got {type(buffer).__name__}")
 
 
 def batch_copy(buffer: Any) -> Any:

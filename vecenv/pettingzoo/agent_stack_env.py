@@ -91,17 +91,19 @@ def check_parallel_env(env: Any, argument: str = "env_fn(**env_kwargs)") -> tupl
 class AgentStackEnv(gym.Env):
     """One PettingZoo ``ParallelEnv`` as one ``gymnasium.Env`` whose observation stacks all agents' (A agents).
 
-    Observation (a Dict): ``"obs"`` the agents' observations ``(A, *obs_shape)`` in ``possible_agents`` order,
-    zeros for agents not in ``env.agents`` (and, at the end of an episode, the last observation of the agents that
-    acted); ``"reward"`` float32 ``(A,)``; ``"terminated"``, ``"truncated"`` (the agent's flags this step),
-    ``"acted"`` (the agent was in ``env.agents`` when the step began: its action was used) and ``"alive"`` (it is
-    in ``env.agents`` now), int8 ``(A,)``. Action: the agents' actions ``(A, *action_shape)``; only those of agents
-    in ``env.agents`` reach the env. The episode ends (``terminated``) when ``env.agents`` is empty; the reward is
-    the agents' sum. Info: agent ``j``'s info under the key ``j`` (int; ``{}`` when the env gave none) and, when
-    agents leave before the episode ends, ``"agent_terminal_observations"``: ``(A, *obs_shape)``, the last
-    observation of each agent (read the rows of the agents that left). (Flat, so that vector envs copy it cheaply.)
-    A value in agent ``j``'s info that a vector env cannot copy (or, from a worker process, pickle) is left out
-    of agent ``j``'s info alone and named in its ``"vecenv.uncopyable_info"`` (see :attr:`nests_agent_infos`).
+    Observation (a Dict): ``"obs"`` the agents' observations ``(A, *obs_shape)`` in ``possible_agents`` order, zeros
+    for agents not in ``env.agents`` (and, at the end of an episode, the last observation of the agents that acted);
+    ``"reward"`` float32 ``(A,)``; ``"terminated"``, ``"truncated"`` (the agent's flags this step), ``"acted"`` (the
+    agent was in ``env.agents`` when the step began: its action was used) and ``"alive"`` (it is in ``env.agents``
+    now), int8 ``(A,)``; as a ``dict`` in the observation space's key order (gymnasium sorts them), so that a worker
+    process passes the last observation of an episode through shared memory. Action: the agents' actions ``(A,
+    *action_shape)``; only those of agents in ``env.agents`` reach the env. The episode ends (``terminated``) when
+    ``env.agents`` is empty; the reward is the agents' sum. Info: agent ``j``'s info under the key ``j`` (int;
+    ``{}`` when the env gave none) and, when agents leave before the episode ends,
+    ``"agent_terminal_observations"``: ``(A, *obs_shape)``, the last observation of each agent (read the rows of the
+    agents that left). (Flat, so that vector envs copy it cheaply.) A value in agent ``j``'s info that a vector env
+    cannot copy (or, from a worker process, pickle) is left out of agent ``j``'s info alone and named in its
+    ``"vecenv.uncopyable_info"`` (see :attr:`nests_agent_infos`).
 
     Attributes and methods a vector env's ``get_attr`` / ``env_method`` ask for are looked up on the PettingZoo env
     first (:meth:`get_wrapper_attr`).
@@ -161,13 +163,13 @@ class AgentStackEnv(gym.Env):
         self._write_obs(observations)
         alive = self._alive()
         n = len(self.possible_agents)
-        obs = {
+        obs = {  # (the observation space's key order: see step)
+            "acted": np.zeros(n, dtype=np.int8),
+            "alive": alive,
             "obs": self._masked_obs(alive),
             "reward": np.zeros(n, dtype=np.float32),
             "terminated": np.zeros(n, dtype=np.int8),
             "truncated": np.zeros(n, dtype=np.int8),
-            "acted": np.zeros(n, dtype=np.int8),
-            "alive": alive,
         }
         return obs, self._agent_infos(infos)
 
@@ -212,13 +214,15 @@ class AgentStackEnv(gym.Env):
             if ((acted == 1) & ((terminated == 1) | (truncated == 1))).any():
                 info["agent_terminal_observations"] = self._last_obs.copy()
             obs = self._masked_obs(alive)
+        # in the observation space's key order (gymnasium sorts a Dict's keys), so that a worker process writes the
+        # last observation of an episode into shared memory as it is (vecenv.spaces.make_row_writer)
         stacked = {
+            "acted": acted,
+            "alive": alive,
             "obs": obs,
             "reward": reward,
             "terminated": terminated,
             "truncated": truncated,
-            "acted": acted,
-            "alive": alive,
         }
         return stacked, float(reward.sum()), over, False, info
 

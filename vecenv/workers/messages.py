@@ -40,7 +40,7 @@ from __future__ import annotations
 import pickle
 import time
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from time import perf_counter
 from typing import Any
@@ -130,8 +130,9 @@ class MessageWorker(Worker):
         self._step_indices: Sequence[int] | None = None
         # views of the vec env's (obs, rewards, dones, terminations, truncations) rows of this group
         self._buffers: tuple[Any, Any, Any, Any, Any] | None = None
-        # the last observations of finished episodes, if they live in shared memory (EnvGroup.terminal_obs)
-        self._terminal_obs: Any = None
+        # a copy of row j of the last observations of finished episodes, if they live in shared memory
+        # (EnvGroup.terminal_obs; vecenv.spaces.make_row_reader)
+        self._terminal_row: Callable[[int], Any] | None = None
         self._reset_infos: list[dict[str, Any]] = [{} for _ in self.env_indices]
         # the default infos of the group's next full step, built while its envs step (see prepare_infos)
         self._fresh_infos: list[dict[str, Any]] | None = None
@@ -328,7 +329,7 @@ class MessageWorker(Worker):
             terminations, truncations = self._buffers[3], self._buffers[4]
             same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
             # terminal observations exist in SAME_STEP mode only (the other modes do not reset on done)
-            terminal_obs = self._terminal_obs if same_step else None
+            terminal_row = self._terminal_row if same_step else None
             if step_indices is None:
                 finished = [(j, j) for j in dones.nonzero()[0].tolist()]
             else:
@@ -340,8 +341,8 @@ class MessageWorker(Worker):
                 if truncations[j] and not terminations[j]:
                     info[DEFAULT_INFO_KEY] = True
                 # an info that already holds it got an observation that did not fit the shared array
-                if terminal_obs is not None and "terminal_observation" not in info:
-                    info["terminal_observation"] = terminal_obs[j, ...].copy()  # 0-d rows stay arrays
+                if terminal_row is not None and "terminal_observation" not in info:
+                    info["terminal_observation"] = terminal_row(j)
         for j, reset_info in sparse_resets:
             reset_infos[j] = reset_info
         return infos

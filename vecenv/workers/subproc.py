@@ -46,6 +46,7 @@ from vecenv.errors import WorkerDiedError
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.shared_memory import SharedBatch
+from vecenv.spaces import batch_slice, make_row_reader
 from vecenv.workers.base import Worker
 from vecenv.workers.common_step import CommonStep
 from vecenv.workers.messages import (
@@ -257,7 +258,7 @@ class SubprocWorker(MessageWorker):
         self._reply(self._recv_raw("setup"))
         self.reads_shared_actions = shared.actions is not None
         if obs_in_shm and shared.terminal_obs is not None:
-            self._terminal_obs = shared.terminal_obs[start:stop]
+            self._terminal_row = make_row_reader(batch_slice(shared.terminal_obs, start, stop))
 
     def reply_ready(self) -> bool:
         if self._lost is not None or self._poller is None or self._unread is not None:
@@ -566,7 +567,7 @@ class SubprocWorker(MessageWorker):
         self._close_conns()
         # drop every view of the shared block so closing the vec env unmaps it
         self._buffers = None
-        self._terminal_obs = None
+        self._terminal_row = None
         if self._shared is not None:
             self._shared[1].close()
             self._shared = None

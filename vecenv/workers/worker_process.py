@@ -92,7 +92,7 @@ class WorkerLoop(GroupServer):
                 self._slot_cell = shared.obs_slot.data  # (a memoryview: reads are cheap)
                 self._slot = 0
             if shared.terminal_obs is not None:
-                group.terminal_obs = shared.terminal_obs[start:stop]
+                group.terminal_obs = batch_slice(shared.terminal_obs, start, stop)
         if shared.actions is not None:
             self.action_view = batch_slice(shared.actions, start, stop)
         if spin is not None:
