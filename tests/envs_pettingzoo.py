@@ -7,6 +7,8 @@
 reward is ``10 * j + action``; its info ``{"t": t, "action": action}``. Receiving an action for an agent that is
 not in ``agents`` raises.
 
+:class:`DroppingAgentsEnv`: the same, but ``b`` leaves without a flag.
+
 :class:`LockInfoEnv`: agents ``a0``, ``a1``; a lock in ``a1``'s info (and, optionally, in its reset infos).
 :class:`IntKeyedLockInfoEnv`: a single-agent gymnasium env whose info nests a dict holding a lock under an int key.
 """
@@ -75,6 +77,16 @@ class ScriptedAgentsEnv(ParallelEnv):  # type: ignore[misc]
 
     def state(self) -> np.ndarray:
         return np.array([self.t, self.offset], dtype=np.float32)
+
+
+class DroppingAgentsEnv(ScriptedAgentsEnv):
+    """As :class:`ScriptedAgentsEnv`, but at step ``leave`` ``b`` leaves ``agents`` without a termination or
+    truncation flag (an env that drops an agent)."""
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        observations, rewards, terminations, truncations, infos = super().step(actions)
+        terminations = dict.fromkeys(terminations, False)
+        return observations, rewards, terminations, truncations, infos
 
 
 class MixedSpacesEnv(ScriptedAgentsEnv):

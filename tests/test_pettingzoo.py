@@ -15,6 +15,7 @@ pytest.importorskip("pettingzoo")
 import vecenv
 from tests.conftest import HAS_RAY, RAY_TEST_OPTIONS
 from tests.envs_pettingzoo import (
+    DroppingAgentsEnv,
     IntKeyedLockInfoEnv,
     LockInfoEnv,
     MixedSpacesEnv,
@@ -164,6 +165,30 @@ def test_agents_that_leave_and_join_give_the_rows_written_out_by_hand(backend_na
         assert venv.env_method("__getattribute__", "resets", indices=[0, 3]) == [[5, None], [6, None]]
     finally:
         venv.close()
+
+
+def test_an_agent_dropped_without_a_flag_ends_truncated_with_its_last_observation():
+    """AgentStackEnv: ``b`` leaves ``env.agents`` at step 2 without a flag: it is truncated that step, its row then
+    shows zeros, and its last observation is in ``agent_terminal_observations``; the episode goes on. Written out
+    by hand from DroppingAgentsEnv's script (``c`` joins after step 1)."""
+    from vecenv.pettingzoo import AgentStackEnv
+
+    env = AgentStackEnv(DroppingAgentsEnv())
+    first, _ = env.reset(seed=5)
+    offset = float(first["obs"][0, 1])
+    actions = np.array([1, 2, 3])
+    flags = ("acted", "alive", "terminated", "truncated")
+    obs, reward, terminated, truncated, info = env.step(actions)
+    assert [obs[key].tolist() for key in flags] == [[1, 1, 0], [1, 1, 1], [0] * 3, [0] * 3]
+    assert "agent_terminal_observations" not in info and not terminated and not truncated
+    obs, reward, terminated, truncated, info = env.step(actions)
+    assert [obs[key].tolist() for key in flags] == [[1, 1, 1], [1, 0, 1], [0] * 3, [0, 1, 0]]
+    assert all(obs[key].dtype == np.int8 for key in flags)
+    np.testing.assert_array_equal(obs["obs"], np.array([[0, offset + 2], [0, 0], [2, offset + 2]], np.float32))
+    np.testing.assert_array_equal(info["agent_terminal_observations"][1], np.array([1, offset + 2], np.float32))
+    np.testing.assert_array_equal(obs["reward"], np.array([1, 12, 23], np.float32))
+    assert reward == 36.0 and not terminated and not truncated
+    env.close()
 
 
 def test_each_rows_info_is_its_own_dict_at_every_step():

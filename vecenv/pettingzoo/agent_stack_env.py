@@ -8,6 +8,7 @@ vector env runs it, e.g. in a worker process). Needs the ``pettingzoo`` extra.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -179,9 +180,12 @@ class AgentStackEnv(gym.Env):
         index = self._index
         return {index[agent]: info for agent, info in infos.items() if info and agent in index}
 
-    def _masked_obs(self, shown: np.ndarray) -> np.ndarray:
+    def _masked_obs(self, shown: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The last observations, the zero observation in the rows of the agents not ``shown`` (0 / 1 each)."""
         obs = self._last_obs.copy()
-        obs[shown == 0] = self._obs_zero
+        for j, show in enumerate(shown):
+            if not show:
+                obs[j] = self._obs_zero
         return obs
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -191,38 +195,45 @@ class AgentStackEnv(gym.Env):
         observations, rewards, terminations, truncations, infos = env.step(
             {agent: action[index[agent]] for agent in acting}
         )
-        acted = np.zeros(n, dtype=np.int8)
-        acted_ids = [index[agent] for agent in acting]
-        acted[acted_ids] = 1
+        # the flags in Python lists, then one array each: for a few agents, cheaper than numpy calls per flag
+        acted, terminated, truncated = [0] * n, [0] * n, [0] * n
         reward = np.zeros(n, dtype=np.float32)
-        terminated = np.zeros(n, dtype=np.int8)
-        truncated = np.zeros(n, dtype=np.int8)
+        acted_ids = [index[agent] for agent in acting]
         for agent, j in zip(acting, acted_ids, strict=True):
+            acted[j] = 1
             reward[j] = rewards.get(agent, 0.0)
-            terminated[j] = bool(terminations.get(agent, False))
-            truncated[j] = bool(truncations.get(agent, False))
+            if terminations.get(agent, False):
+                terminated[j] = 1
+            if truncations.get(agent, False):
+                truncated[j] = 1
         self._write_obs(observations)
-        alive = self._alive()
-        over = not alive.any()
-        # an agent that acted and is gone without a flag (the env dropped it) ends as truncated
-        gone = (acted == 1) & (alive == 0) & (terminated == 0) & (truncated == 0)
-        truncated[gone] = 1
+        alive = [0] * n
+        for agent in env.agents:
+            k = index.get(agent)
+            if k is not None:
+                alive[k] = 1
+        over = 1 not in alive
+        ended = False  # an agent that acted ended its episode
+        for j in acted_ids:
+            if not alive[j] and not terminated[j] and not truncated[j]:
+                truncated[j] = 1  # it acted and is gone without a flag (the env dropped it): it ends as truncated
+            ended = ended or bool(terminated[j] or truncated[j])
         info = self._agent_infos(infos)
         if over:
             obs = self._masked_obs(acted)
         else:
-            if ((acted == 1) & ((terminated == 1) | (truncated == 1))).any():
+            if ended:
                 info["agent_terminal_observations"] = self._last_obs.copy()
             obs = self._masked_obs(alive)
         # in the observation space's key order (gymnasium sorts a Dict's keys), so that a worker process writes the
         # last observation of an episode into shared memory as it is (vecenv.spaces.make_row_writer)
         stacked = {
-            "acted": acted,
-            "alive": alive,
+            "acted": np.array(acted, dtype=np.int8),
+            "alive": np.array(alive, dtype=np.int8),
             "obs": obs,
             "reward": reward,
-            "terminated": terminated,
-            "truncated": truncated,
+            "terminated": np.array(terminated, dtype=np.int8),
+            "truncated": np.array(truncated, dtype=np.int8),
         }
         return stacked, float(reward.sum()), over, False, info
 
