@@ -194,8 +194,8 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         name="pettingzoo",
         sections=(("docs/pettingzoo.md", "## How fast"),),
-        commits=("4e53204",),
-        snapshots=("2026-11-27-pettingzoo.md",),
+        commits=("42ee373",),
+        snapshots=("2026-11-28-pettingzoo.md",),
         steps=(
             Step(
                 (
@@ -211,14 +211,6 @@ FIGURES: tuple[Figure, ...] = (
             ),
         ),
         outputs=("{date}-pettingzoo.md",),
-        changes_since=(
-            ("e6e212f", "AgentVecEnv: one array of env ids, no reset-info work on steps where no env finished"),
-            _SPIN,
-            _SLOTS,
-            ("7b7e964", "PettingZoo: the agents' empty infos stay in the workers; row infos from prebuilt dicts"),
-            ("2956570", "PettingZoo: one prebuilt info per row, its two flags set only where they differ"),
-            _STEP_REPLIES,
-        ),
     ),
     Figure(
         name="autotune-layouts",
