@@ -610,3 +610,35 @@ def test_row_writer_takes_only_what_a_row_gives_back():
     ]
     for other in refused:
         assert not write(buffer, 0, other), other
+
+
+@pytest.mark.parametrize("obs_type", ["dict", "dict_own_order"])
+def test_composite_terminal_observation_in_partial_batches(obs_type):
+    """send / recv of some envs of a worker (4 envs in 2 workers): each ended env's ``terminal_observation`` is the
+    env's last observation, type and key order included, whether it came through shared memory (``dict``) or
+    pickled (the env's own key order); compared with the envs stepped by hand."""
+    fns = [functools.partial(CompositeObsEnv, obs_type=obs_type, offset=i % 2) for i in range(4)]
+    hand = [fn() for fn in fns]
+    for env in hand:
+        env.reset(seed=0)
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2)
+    try:
+        venv.reset()
+        ends = 0
+        for ids in ([0, 2], [1], [0, 3], [2], [0, 1, 2, 3], [1, 3], [0]) * 2:
+            venv.send(np.zeros(len(ids), dtype=np.int64), ids)
+            _, _, dones, infos, env_ids = venv.recv()
+            assert env_ids.tolist() == sorted(ids)
+            for i, done, info in zip(env_ids.tolist(), dones, infos, strict=True):
+                obs, _, terminated, truncated, _ = hand[i].step(0)
+                assert done == (terminated or truncated)
+                if done:
+                    ends += 1
+                    assert_same(info["terminal_observation"], obs)
+                    assert list(info["terminal_observation"]) == list(obs)
+                    hand[i].reset()
+                else:
+                    assert "terminal_observation" not in info
+        assert ends == 4 + 2 + 3 + 2  # env i steps 8, 6, 6, 6 times; episodes of 2 or 3 steps
+    finally:
+        venv.close()
