@@ -193,10 +193,7 @@ def run_goal(name: str, case: Case, args: argparse.Namespace, iterations: int) -
         rates["capacity"] = np.array(probe.rates)
     record["rates"] = {k: v.tolist() for k, v in rates.items()}
     for c in built:
-        if c.venv is not None and c.caller[2]:  # the calling process's accounts over the timed chunks
-            record["caller_us"] = c.caller[0] * 1e6 / c.caller[2]
-            record["busy_us"] = c.caller[1] * 1e6 / c.caller[2]
-            record["cpu_us"] = c.caller[3] * 1e6 / c.caller[2]
+        record |= c.accounts_us()  # the calling process's accounts over the timed chunks
     if "caller_us" in record and "plain" in rates and record["caller_us"] > record["busy_us"]:
         # a model, not a measurement: the rate if the calling process did no work of its own and still waited for
         # the workers as long per step

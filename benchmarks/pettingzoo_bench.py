@@ -183,10 +183,7 @@ def run(args: argparse.Namespace, cores: int, base_class: str) -> list[dict[str,
         if baseline is not None:
             record["ratio"] = float(np.median(rates / np.array(baseline.rates)))
             record["ratios"] = (rates / np.array(baseline.rates)).tolist()
-        if c.caller[2]:
-            record["caller_us"] = c.caller[0] * 1e6 / c.caller[2]
-            record["busy_us"] = c.caller[1] * 1e6 / c.caller[2]
-            record["cpu_us"] = c.caller[3] * 1e6 / c.caller[2]
+        record |= c.accounts_us()
         records.append(record)
     return records
 

@@ -133,12 +133,9 @@ def workload_factory(workload: str, cpu_iterations: int | None) -> Any:
     if workload == "pettingzoo":
         from vecenv.pettingzoo import AgentStackEnv
 
-        return functools.partial(_agent_stack_env, pettingzoo_env_fn(), AgentStackEnv)
+        env_fn = pettingzoo_env_fn()
+        return lambda: AgentStackEnv(env_fn())  # (this process's only: the contender builds the rows itself)
     return WORKLOADS[workload].factory(cpu_iterations)
-
-
-def _agent_stack_env(env_fn: Any, stack: Any) -> Any:
-    return stack(env_fn())
 
 
 # ---------------------------------------------------------------------------------------------- child side

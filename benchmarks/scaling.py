@@ -213,6 +213,15 @@ class Contender:
             self.caller[2] += after.steps - before.steps
             self.caller[3] += cpu
 
+    def accounts_us(self, per: int = 1) -> dict[str, float]:
+        """The calling process's accounts per vector step (divided by ``per``), in us: ``caller_us`` (send + wait +
+        collect), ``busy_us`` (send + collect) and ``cpu_us`` (the calling thread's CPU); empty if none counted."""
+        total, busy, steps, cpu = self.caller
+        if self.venv is None or not steps:
+            return {}
+        scale = 1e6 / steps / per
+        return {"caller_us": total * scale, "busy_us": busy * scale, "cpu_us": cpu * scale}
+
 
 def interleave(built: Sequence[Contender], probe: CapacityProbe | None, rounds: int, seconds: float) -> None:
     """Warm every contender up (first steps, page faults), then ``rounds`` rounds of one ``seconds`` chunk per
@@ -335,10 +344,7 @@ def run_case(
         if probe is not None:
             record["x_capacity"] = float(np.median(rates / plain / np.array(probe.rates)))
             record["capacity_ratios"] = probe.rates
-        if c.venv is not None and c.caller[2]:
-            record["caller_us"] = c.caller[0] * 1e6 / c.caller[2] / workers
-            record["busy_us"] = c.caller[1] * 1e6 / c.caller[2] / workers
-            record["cpu_us"] = c.caller[3] * 1e6 / c.caller[2] / workers
+        record |= c.accounts_us(workers)
         records[c.name] = record
     return [records[name] for name in names]
 
