@@ -17,19 +17,32 @@ and ``test`` extras (SB3, Ray, EnvPool, PettingZoo, SuperSuit; ``make figures`` 
 
 ``--smoke`` checks that every command still runs and writes every file it should (seconds per command, not
 minutes; the numbers mean nothing); commands whose packages are missing are reported and skipped.
+
+On a machine lent for a few minutes, without internet access or the git history (``benchmarks/offline.py``
+prepares the wheels and the baselines' trees there):
+
+    python benchmarks/figures.py --only sixteen-again --trees .offline/trees --budget 540 --archive figures.tgz
+
+``--trees`` reads each ``--baseline REV`` of ``revision_ab.py`` from ``TREES/REV`` instead of git; ``--budget``
+stops the command running when the seconds are up (the process group is ended) and starts no other, and
+reports them; ``--archive`` packs the results into one ``.tar.gz``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib.util
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -788,38 +801,128 @@ def commands(figure: Figure, fields: dict[str, str], smoke: bool = False) -> lis
     return [[expand(a, fields) for a in (*step.argv, *(step.smoke if smoke else ()))] for step in figure.steps]
 
 
+def _compares_revisions(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` runs ``revision_ab.py``, whose ``--baseline`` is a git revision (other scripts' name a
+    contender)."""
+    return len(argv) > 1 and os.path.basename(argv[1]) == "revision_ab.py"
+
+
+def baselines(figure: Figure) -> list[str]:
+    """The git revisions that ``figure``'s ``revision_ab.py`` runs compare against (each ``--baseline REV``)."""
+    return [
+        step.argv[i + 1]
+        for step in figure.steps
+        if _compares_revisions(step.argv)
+        for i, arg in enumerate(step.argv[:-1])
+        if arg == "--baseline"
+    ]
+
+
+def with_trees(argv: Sequence[str], trees: str | None) -> list[str]:
+    """``argv`` with each ``--baseline REV`` of a ``revision_ab.py`` run turned into ``--baseline-tree
+    TREES/REV`` (the baseline's ``vecenv/`` read there instead of from git); unchanged where ``trees`` is None."""
+    out = list(argv)
+    if trees is not None and _compares_revisions(out):
+        for i in range(len(out) - 1):
+            if out[i] == "--baseline":
+                out[i], out[i + 1] = "--baseline-tree", os.path.join(trees, out[i + 1])
+    return out
+
+
 def _missing(step: Step) -> list[str]:
     return [module for module in step.needs if importlib.util.find_spec(module) is None]
 
 
-def run_figure(figure: Figure, fields: dict[str, str], smoke: bool = False) -> list[str]:
+#: the least time left in ``--budget`` for a command to be started (seconds)
+MIN_STEP_SECONDS = 10.0
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    """End ``process`` and its process group: SIGTERM, up to 5 s for the command to exit, then SIGKILL to
+    whatever of the group is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(5.0)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _run_step(argv: list[str], env: dict[str, str], stdout: str | None, deadline: float | None) -> int | None:
+    """Run one command in a process group of its own; its exit status, or None when ``deadline`` (a
+    ``time.monotonic()`` value) came first. The group (the command's worker processes too) is ended at the
+    deadline, or when this process is interrupted."""
+    sink = open(stdout, "w", encoding="utf-8") if stdout else None  # noqa: SIM115 (closed below)
+    try:
+        process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=sink, start_new_session=True)
+        try:
+            return process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _end_group(process)
+            return None
+        except BaseException:
+            _end_group(process)
+            raise
+    finally:
+        if sink is not None:
+            sink.close()
+
+
+def run_figure(
+    figure: Figure,
+    fields: dict[str, str],
+    smoke: bool = False,
+    trees: str | None = None,
+    deadline: float | None = None,
+) -> list[str]:
     """Run the steps of ``figure``; return what went wrong (a failed command, a file not written).
 
     A step whose modules are missing is skipped with a note under ``smoke`` and is an error otherwise.
+
+    :param trees: a folder with each baseline revision's tree (see :func:`with_trees`), or None to use git.
+    :param deadline: ``time.monotonic()`` by which every command must be done (None: no limit); a command still
+        running then is ended, and none is started with less than :data:`MIN_STEP_SECONDS` left.
     """
     problems: list[str] = []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    for step, argv in zip(figure.steps, commands(figure, fields, smoke), strict=True):
+    for step, filled in zip(figure.steps, commands(figure, fields, smoke), strict=True):
+        argv = with_trees(filled, trees)
         missing = _missing(step)
         if missing:
             problems.append(f"{figure.name}: skipped {' '.join(argv[1:3])}: {', '.join(missing)} not installed")
             continue
+        if deadline is not None and deadline - time.monotonic() < MIN_STEP_SECONDS:
+            problems.append(f"{figure.name}: not run, out of the budget: {shlex.join(argv)}")
+            continue
         print("$", shlex.join(argv), flush=True)
-        if step.stdout:
-            with open(expand(step.stdout, fields), "w", encoding="utf-8") as sink:
-                done = subprocess.run(argv, cwd=ROOT, env=env, stdout=sink, check=False)
-        else:
-            done = subprocess.run(argv, cwd=ROOT, env=env, check=False)
-        if done.returncode not in (0, 1):  # vecenv bench exits 1 when a case failed: its table says which
-            problems.append(f"{figure.name}: {shlex.join(argv)} exited with status {done.returncode}")
+        status = _run_step(argv, env, expand(step.stdout, fields) if step.stdout else None, deadline)
+        if status is None:
+            problems.append(f"{figure.name}: ended at the end of the budget: {shlex.join(argv)}")
+            continue
+        if status not in (0, 1):  # vecenv bench exits 1 when a case failed: its table says which
+            problems.append(f"{figure.name}: {shlex.join(argv)} exited with status {status}")
             continue
         for source, target in step.copies:
             shutil.copyfile(expand(source, fields), expand(target, fields))
     for output in figure.outputs:
         path = Path(fields["out"]) / expand(output, fields)
-        if not path.is_file() and not any(problem.startswith(f"{figure.name}: skipped") for problem in problems):
+        cut = (f"{figure.name}: skipped", f"{figure.name}: not run", f"{figure.name}: ended")
+        if not path.is_file() and not any(problem.startswith(cut) for problem in problems):
             problems.append(f"{figure.name}: {path} was not written")
     return problems
+
+
+def write_archive(folder: str, archive: str, problems: Sequence[str]) -> None:
+    """Pack ``folder``'s files into the ``.tar.gz`` ``archive`` (written atomically), with ``problems.txt``:
+    one line per problem (empty when every command ran)."""
+    with open(os.path.join(folder, "problems.txt"), "w", encoding="utf-8") as f:
+        f.writelines(f"{problem}\n" for problem in problems)
+    partial = f"{archive}.partial"
+    with tarfile.open(partial, "w:gz") as tar:
+        for name in sorted(os.listdir(folder)):
+            tar.add(os.path.join(folder, name), arcname=name)
+    os.replace(partial, archive)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -832,7 +935,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     what.add_argument("--list", action="store_true", help="list the figures and where they are shown")
     what.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
     what.add_argument("--smoke", action="store_true", help="run every command with tiny settings (a check)")
+    parser.add_argument("--trees", help="each --baseline REV's vecenv/ from TREES/REV, not git (offline.py makes them)")
+    parser.add_argument(
+        "--budget", type=float, metavar="SECONDS", help="end the command running when the seconds are up, start none"
+    )
+    parser.add_argument("--archive", help="also pack the results (and problems.txt) into this .tar.gz")
     args = parser.parse_args(argv)
+    if args.budget is not None and args.budget <= 0:
+        parser.error(f"--budget must be a positive number of seconds, got {args.budget}")
     try:
         chosen = [figure_named(n.strip()) for n in args.only.split(",") if n.strip()] or list(FIGURES)
     except KeyError as error:
@@ -856,16 +966,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"# {figure.name}")
                 for step, argv_ in zip(figure.steps, commands(figure, fields), strict=True):
                     redirect = f" > {expand(step.stdout, fields)}" if step.stdout else ""
-                    print(shlex.join(argv_) + redirect)
+                    print(shlex.join(with_trees(argv_, args.trees)) + redirect)
                     for source, target in step.copies:
                         print(f"cp {expand(source, fields)} {expand(target, fields)}")
             return 0
         status = 0
+        deadline = None if args.budget is None else time.monotonic() + args.budget
+        problems: list[str] = []
         for figure in chosen:
-            for problem in run_figure(figure, fields, smoke=args.smoke):
+            for problem in run_figure(figure, fields, smoke=args.smoke, trees=args.trees, deadline=deadline):
                 print(problem, file=sys.stderr)
+                problems.append(problem)
                 if not (args.smoke and ": skipped " in problem):
                     status = 1
+        if args.archive:
+            write_archive(out, args.archive, problems)
     return status
 
 

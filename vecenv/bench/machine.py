@@ -102,10 +102,11 @@ def load_1m() -> float | None:
 
 
 def vecenv_commit() -> str | None:
-    """The commit of the vecenv source tree (``+dirty`` with local changes), if it is a git checkout."""
+    """The commit of the vecenv source tree (``+dirty`` with local changes), if it is a git checkout; else the
+    environment variable ``VECENV_COMMIT`` (set where a copy of the tree runs without its git history), if set."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(vecenv.__file__)))
     if not os.path.exists(os.path.join(root, ".git")):
-        return None
+        return os.environ.get("VECENV_COMMIT") or None
     try:
         commit = subprocess.run(
             ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, check=True
