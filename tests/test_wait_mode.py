@@ -118,18 +118,24 @@ def test_between_steps_pauses_the_workers_for_a_trainers_work(monkeypatch: pytes
     ("cores", "workers", "busy_cores", "paused"),
     [
         (16, 8, 1.0, False),  # a single-threaded trainer beside 8 spinning workers: 8 cores stay free
-        (16, 8, 7.5, True),  # a trainer whose threads fill the free cores
-        (16, 15, 1.0, True),  # one core left: the trainer's, none to spare
-        (16, 16, 1.0, True),
-        (2, 1, 1.0, True),
-        (4, 2, 1.0, False),
+        (16, 8, 7.5, False),  # a trainer whose threads fit the free cores
+        (16, 8, 8.5, True),  # ... and one whose threads need more
+        (16, 15, 1.0, False),  # one core left: the single-threaded trainer's
+        (16, 15, 1.003, False),  # (what such a trainer measures: within the slack)
+        (16, 15, 1.2, True),  # a second thread at times: it needs part of a spinning worker's core
+        (16, 16, 1.0, True),  # no core left
+        (2, 1, 1.0, False),
+        (2, 1, 1.5, True),
+        (2, 1, 0.1, False),  # a trainer that waits (I/O, a GPU): its thread still gets the free core
+        (2, 2, 1.0, True),
+        (2, 2, 0.1, True),  # ... where no core is free, it would wait for a spinning worker's
     ],
 )
-def test_between_steps_keeps_the_workers_spinning_where_the_trainers_work_has_cores_to_spare(
+def test_between_steps_keeps_the_workers_spinning_where_the_trainers_work_has_cores_of_its_own(
     monkeypatch: pytest.MonkeyPatch, cores: int, workers: int, busy_cores: float, paused: bool
 ) -> None:
-    """A trainer's 300 us between steps pauses the spinning workers only where its busy cores plus one do not fit
-    in the cores the spinning workers leave free."""
+    """A trainer's 300 us between steps pauses the spinning workers only where its busy cores, at least one (its
+    thread's), do not fit in the cores the spinning workers leave free."""
     cpu = [0.0]
     monkeypatch.setattr(spin, "process_time", lambda: cpu[0])
     rows = [np.zeros(8, dtype=np.int64) for _ in range(workers)]

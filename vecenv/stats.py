@@ -125,8 +125,8 @@ class StepStats:
     :param spin_hits: those whose reply came while spinning (the others went on to block).
     :param workers_spin_paused: the workers' spinning for requests is paused at the end of these accounts: with
         ``wait_mode="auto"``, the calling process spent more than 50 us, or kept more than 1.5 cores busy, between
-        steps, and its busy cores plus one do not fit in the cores the spinning workers leave free (its own work
-        there, such as a trainer's, gets the cores; :class:`vecenv.workers.spin.BetweenSteps`), so they block.
+        steps, and its busy cores, at least one, do not fit in the cores the spinning workers leave free (its own
+        work there, such as a trainer's, gets the cores; :class:`vecenv.workers.spin.BetweenSteps`), so they block.
     :param between_steps_seconds: the mean time the calling process spent between steps in the intervals behind
         the last decision to pause the workers' spinning or not, or None before one (or where the workers do not
         spin with ``wait_mode="auto"``).

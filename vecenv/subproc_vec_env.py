@@ -106,9 +106,10 @@ class SubprocVecEnv(WorkerVecEnv):
         workers if ``n_workers + 1`` fit the cores, the workers alone (this process blocks) if ``n_workers``
         do, else nobody; each spin lasts about 1.5 times the waits it has been seeing, none while those are
         longer than 1 ms, and the workers block instead while this process spends over 50 us or over 1.5 busy
-        cores between steps (a trainer's work, which needs the cores), unless its busy cores plus one fit in the
-        cores the spinning workers leave free (e.g. 8 workers on 16 cores). Dead workers, timeouts, restarts and
-        Ctrl-C are handled the same in every mode. Spinning needs ``shared_memory=True`` (without it every mode blocks).
+        cores between steps (a trainer's work, which needs the cores), unless its busy cores, at least one, fit
+        in the cores the spinning workers leave free (e.g. a single-threaded trainer beside 8 workers on 16
+        cores). Dead workers, timeouts, restarts and Ctrl-C are handled the same in every mode. Spinning needs
+        ``shared_memory=True`` (without it every mode blocks).
         ``step_stats()`` says which mode is in use and the time spent spinning; measurements in
         docs/performance.md.
     :param rewards_dtype: dtype of the rewards ``(num_envs,)`` that ``step`` returns: ``np.float32`` (None, the
