@@ -16,6 +16,7 @@ scheduler shares the CPUs between sessions); it is skipped when they do not, els
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import re
 import time
@@ -42,6 +43,7 @@ from vecenv.bench.autotune import (
 )
 from vecenv.bench.machine import cpus_usable
 from vecenv.bench.workloads import CPU_ENV_ID, ImageEnv, burn, calibrate_cpu_iterations
+from vecenv.cli import main
 
 #: Seconds over its budget that an autotune may take: the reserve for closing is an estimate.
 CLOSE_TOLERANCE_S = 1.0
@@ -226,6 +228,9 @@ def test_budget_and_env_are_checked_before_anything_starts() -> None:
         autotune("NoSuchEnv-v0", budget=MIN_BUDGET, progress=False)
     with pytest.raises(AutotuneError, match="cannot create CartPole-v1"):
         autotune("CartPole-v1", env_kwargs={"foo": 1}, budget=MIN_BUDGET, progress=False)
+    for bad in (-1.0, math.nan, math.inf, True):
+        with pytest.raises(AutotuneError, match="trainer_us must be a finite number of microseconds >= 0"):
+            autotune("CartPole-v1", budget=MIN_BUDGET, progress=False, trainer_us=bad)
     assert set(mp.active_children()) == before
 
 
@@ -263,12 +268,27 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
         (["--autotune", "CartPole-v1", "--budget", "2"], f"the minimum is {MIN_BUDGET:g} s"),
         (["--autotune", "CartPole-v1", "-w", "cpu", "-b", "plain"], "--autotune does not take --workloads/-w, --back"),
         (["--autotune", "CartPole-v1", "-n", "4,8"], "--autotune takes one number of envs, got 4,8"),
-        (["--budget", "10"], "--env-kwargs and --budget go with --autotune ENV_ID"),
+        (["--budget", "10"], "--env-kwargs, --budget and --trainer-us go with --autotune ENV_ID"),
+        (["--trainer-us", "300"], "--env-kwargs, --budget and --trainer-us go with --autotune ENV_ID"),
     ],
 )
 def test_command_refuses_in_one_line(capsys: pytest.CaptureFixture[str], args: list[str], expected: str) -> None:
     line = _one_line_error(capsys, *args)
     assert expected in line, line
+
+
+@pytest.mark.parametrize("value", ["-1", "inf", "nan", "x"])
+def test_trainer_time_must_be_a_finite_number_of_microseconds(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """argparse's ``vecenv bench: error:`` line naming the option, exit 2, no traceback."""
+    with pytest.raises(SystemExit) as excinfo:
+        main(["bench", "--autotune", "CartPole-v1", f"--trainer-us={value}"])
+    assert excinfo.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert (
+        err.splitlines()[-1]
+        == f"vecenv bench: error: argument --trainer-us: expected a finite number >= 0, got {value!r}"
+    )
 
 
 def test_unknown_env_id_suggests_checking_the_id_and_its_package(capsys: pytest.CaptureFixture[str]) -> None:
@@ -309,6 +329,21 @@ def test_advice_for_a_cheap_env_is_dummy_with_the_step_time_where_workers_pay() 
     paragraph = [report[start], *(line for line in report[start + 1 :] if line.startswith("  "))]
     assert all(len(line) <= 100 for line in paragraph)
     assert " ".join(line.strip() for line in paragraph) == f"advice: {result.advice()}"
+
+
+def test_a_trainers_work_is_left_out_of_the_step_time_and_the_fixed_cost() -> None:
+    """With 400 us of a trainer's work after each vector step of 8 envs: the plain loop's 8 steps of 10 us and
+    the trainer's 400 us make 480 us a vector step (16,667 env-steps/s), and the two workers' 400 us + 400 us
+    (10,000 env-steps/s) leave the same 360 us of fixed cost as without a trainer: the same advice."""
+    result = _result({PLAIN_LOOP: 8e6 / 480, DUMMY: 8e6 / 500, TWO_WORKERS: 8e6 / 800})
+    result.trainer_us = 400.0
+    advice = result.advice() or ""
+    assert advice.startswith("use DummyVecEnv: one Env-v0 step takes 10.0 us here (in the plain loop)"), advice
+    assert "more than about 90 us on this machine" in advice, advice
+    assert result.report().startswith(
+        "Env-v0, 8 envs: 1 rounds in 10.0 s (budget 10 s); env-steps/s is the median over rounds, with 400 us of "
+        "a trainer's work (one busy core) after each vector step\n"
+    )
 
 
 def test_advice_for_an_expensive_env_is_the_fastest_layout_with_processes() -> None:

@@ -161,6 +161,30 @@ def test_plain_loop_counts_steps_and_resets_finished_envs() -> None:
     loop.close()
 
 
+def test_a_trainers_work_follows_every_timed_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``trainer_s``, each step is followed by that long a busy loop on the clock: on a clock that moves 10
+    us per read, 3 steps and 100 us of trainer work each take at least 300 us, and the steps are all taken."""
+    from vecenv.bench import case
+
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 10e-6
+        return now[0]
+
+    loop = PlainLoop([CountingEnv], seed=0)
+    loop.reset()
+    pool = [loop.prepare(np.array([1]))]
+    monkeypatch.setattr(case.time, "perf_counter", clock)
+    elapsed = time_steps(loop, pool, 3, trainer_s=100e-6)
+    assert 300e-6 <= elapsed < 400e-6
+    env: CountingEnv = loop.envs[0]  # type: ignore[assignment]
+    assert env.steps == 3
+    reads = now[0] / 10e-6
+    assert time_steps(loop, pool, 3) == pytest.approx(10e-6)  # without: two clock reads in all
+    assert now[0] / 10e-6 == pytest.approx(reads + 2)
+
+
 def test_warm_up_returns_the_last_chunk() -> None:
     loop = PlainLoop([CountingEnv], seed=0)
     loop.reset()

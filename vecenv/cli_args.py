@@ -20,6 +20,7 @@ import errno
 import importlib
 import importlib.util
 import json
+import math
 import os
 import pkgutil
 import re
@@ -97,6 +98,11 @@ def positive_int(text: str) -> int:
 def non_negative_int(text: str) -> int:
     """An integer >= 0."""
     return _number(text, int, lambda v: v >= 0, "a non-negative integer")
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0."""
+    return _number(text, float, lambda v: 0 <= v < math.inf, "a finite number >= 0")
 
 
 def positive_float(text: str) -> float:

@@ -218,9 +218,18 @@ class _Running:
 class _Session:
     """Builds, times and closes the layouts of one :func:`autotune` within its deadline."""
 
-    def __init__(self, factory: WorkloadFactory, num_envs: int, action_space: gym.Space, cores: int, seed: int):
+    def __init__(
+        self,
+        factory: WorkloadFactory,
+        num_envs: int,
+        action_space: gym.Space,
+        cores: int,
+        seed: int,
+        trainer_s: float = 0.0,
+    ):
         self.env_fns = [factory] * num_envs
         self.num_envs = num_envs
+        self.trainer_s = trainer_s
         self.cores = cores
         self.seed = seed
         self.batches = gym.vector.utils.batch_space(action_space, num_envs)
@@ -242,7 +251,7 @@ class _Session:
             backend.reset()
             row.startup_s = time.perf_counter() - start
             pool = [backend.prepare(actions) for actions in self.actions]
-            chunk, elapsed = warm_up(backend, pool, _WARMUP_S)
+            chunk, elapsed = warm_up(backend, pool, _WARMUP_S, self.trainer_s)
         except Exception as exc:
             row.status, row.error = "error", _error_text(exc)
             if backend is not None:
@@ -271,7 +280,7 @@ class _Session:
             if time.perf_counter() + running.slot_s > deadline:
                 return False
             try:
-                elapsed = time_steps(running.backend, running.pool, running.iterations)
+                elapsed = time_steps(running.backend, running.pool, running.iterations, self.trainer_s)
             except Exception as exc:
                 running.row.status, running.row.error = "error", _error_text(exc)
                 self.running.remove(running)
@@ -325,6 +334,7 @@ def autotune(
     seed: int = 0,
     layouts: Sequence[Layout] | None = None,
     imports: Sequence[str] = (),
+    trainer_us: float = 0.0,
 ) -> AutotuneResult:
     """Find the fastest vector-env layout for ``env_id`` on this machine, within ``budget`` seconds.
 
@@ -344,15 +354,21 @@ def autotune(
         plain loop, the reference of the ratios, is added first when missing, and ``include_ray`` is not used.
     :param imports: modules that register the env when imported (``vecenv run --import``), imported first here
         and in every process that makes an env.
+    :param trainer_us: microseconds of a trainer's own work after each vector step, in every layout and the
+        plain loop alike: a busy loop on one core, as a single-threaded policy's forward pass and update (the
+        layouts are then ranked as they would step inside that trainer; a trainer's time per step is what
+        ``step_stats()`` counts outside the vector env's calls, ``outside_seconds / steps``). 0: none.
     :return: the ranked measurements; :attr:`AutotuneResult.best` is the fastest vector-env layout.
-    :raises AutotuneError: for an unknown env id, an env that cannot be created, ``num_envs`` below 1 or a
-        budget below :data:`MIN_BUDGET`, before anything is built.
+    :raises AutotuneError: for an unknown env id, an env that cannot be created, ``num_envs`` below 1, a budget
+        below :data:`MIN_BUDGET` or a ``trainer_us`` that is negative or not finite, before anything is built.
     """
     start = time.perf_counter()
     num_envs = DEFAULT_NUM_ENVS if num_envs is None else num_envs
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise AutotuneError(f"num_envs must be a positive integer, got {num_envs!r}")
     check_budget(budget)
+    if isinstance(trainer_us, bool) or not isinstance(trainer_us, (int, float)) or not 0 <= trainer_us < math.inf:
+        raise AutotuneError(f"trainer_us must be a finite number of microseconds >= 0, got {trainer_us!r}")
     env_kwargs = dict(env_kwargs or {})
     factory, env = _env_factory(env_id, env_kwargs, imports)
     try:
@@ -379,7 +395,7 @@ def autotune(
     if layouts is None:
         layouts = plan_layouts(num_envs, obs_bytes, bool(include_ray))
     rows = [AutotuneRow(layout) for layout in layouts]
-    session = _Session(factory, num_envs, action_space, cores, seed)
+    session = _Session(factory, num_envs, action_space, cores, seed, trainer_us * 1e-6)
     rounds = 0
     from tqdm import tqdm
 
@@ -422,7 +438,8 @@ def autotune(
         finally:
             bar.close()
     _finish(rows, notes, rounds)
-    return AutotuneResult(env_id, num_envs, budget, _ranked(rows), rounds, time.perf_counter() - start, cores, notes)
+    wall_s = time.perf_counter() - start
+    return AutotuneResult(env_id, num_envs, budget, _ranked(rows), rounds, wall_s, cores, notes, float(trainer_us))
 
 
 def _ranked(rows: list[AutotuneRow]) -> list[AutotuneRow]:

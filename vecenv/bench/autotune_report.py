@@ -79,6 +79,8 @@ class AutotuneResult:
     :param wall_s: the wall time of the whole autotune, closing included.
     :param cores: usable cores.
     :param notes: remarks on the run (layouts left out, ties, errors).
+    :param trainer_us: microseconds of a trainer's work after each vector step, in every layout's timing (the
+        rates count it: env-steps per second of stepping and that work together).
     """
 
     env_id: str
@@ -89,6 +91,7 @@ class AutotuneResult:
     wall_s: float
     cores: int
     notes: list[str] = field(default_factory=list)
+    trainer_us: float = 0.0
 
     @property
     def best(self) -> AutotuneRow | None:
@@ -149,7 +152,7 @@ class AutotuneResult:
         dummy_rate, best_rate = dummies[0].env_steps_per_s or 0.0, best.env_steps_per_s or 0.0
         if dummy_rate <= 0 or best_rate <= 0:
             return None
-        step_us = 1e6 / plain_rate
+        step_us = max(0.0, 1e6 / plain_rate - self.trainer_us / self.num_envs)  # the trainer's share left out
         env = f"one {self.env_id} step takes {step_us:.1f} us here (in the plain loop)"
         if dummy_rate < (1 - _TIE) * best_rate:
             workers = "Ray actors" if best.layout.cls == "RayVecEnv" else "worker processes"
@@ -182,15 +185,15 @@ class AutotuneResult:
     def _break_even_us(self, step_us: float) -> float | None:
         """The env step time (us) above which the fastest ``SubprocVecEnv`` with ``W >= 2`` workers and no
         ``parent_envs`` would outrun ``DummyVecEnv``, or None without one: its time per vector step ``N / rate``
-        less the env work spread over its workers ``N x step / W`` is taken as a fixed cost ``F``, and ``N x t =
-        N x t / W + F`` gives ``t = F / (N (1 - 1 / W))``."""
+        less the trainer's work and the env work spread over its workers ``N x step / W`` is taken as a fixed cost
+        ``F``, and ``N x t = N x t / W + F`` gives ``t = F / (N (1 - 1 / W))``."""
         for row in self._measured("SubprocVecEnv"):
             kwargs = dict(row.layout.kwargs)
             workers = int(kwargs.get("n_workers") or 0)
             if workers < 2 or kwargs.get("parent_envs"):
                 continue
             n = self.num_envs
-            fixed_us = n * 1e6 / (row.env_steps_per_s or math.inf) - n * step_us / workers
+            fixed_us = n * 1e6 / (row.env_steps_per_s or math.inf) - self.trainer_us - n * step_us / workers
             return fixed_us / (n * (1 - 1 / workers)) if fixed_us > 0 else None
         return None
 
@@ -205,9 +208,14 @@ class AutotuneResult:
         """What ``vecenv bench --autotune`` prints: a header line, the table, the constructor of the fastest
         layout, notes and the machine."""
         best = self.best
+        trainer = (
+            f", with {self.trainer_us:g} us of a trainer's work (one busy core) after each vector step"
+            if self.trainer_us
+            else ""
+        )
         lines = [
             f"{self.env_id}, {self.num_envs} envs: {self.rounds} rounds in {self.wall_s:.1f} s (budget "
-            f"{self.budget:g} s); env-steps/s is the median over rounds",
+            f"{self.budget:g} s); env-steps/s is the median over rounds{trainer}",
             "",
             self.table(),
             "",

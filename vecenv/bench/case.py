@@ -32,25 +32,38 @@ __all__ = ["ACTION_POOL", "Case", "case_fields", "run_case", "time_steps", "warm
 ACTION_POOL = 32
 
 
-def time_steps(backend: BenchBackend, pool: Sequence[Any], iterations: int) -> float:
-    """Wall time of ``iterations`` vector steps, cycling through the prepared action batches ``pool``."""
+def time_steps(backend: BenchBackend, pool: Sequence[Any], iterations: int, trainer_s: float = 0.0) -> float:
+    """Wall time of ``iterations`` vector steps, cycling through the prepared action batches ``pool``.
+
+    :param trainer_s: seconds of a trainer's work after each step: a busy loop on the clock, which keeps this
+        process's core busy as a single-threaded policy and update do (0: none).
+    """
     step = backend.step
     size = len(pool)
-    start = time.perf_counter()
-    for i in range(iterations):
-        step(pool[i % size])
-    return time.perf_counter() - start
+    clock = time.perf_counter
+    start = clock()
+    if trainer_s <= 0.0:
+        for i in range(iterations):
+            step(pool[i % size])
+    else:
+        for i in range(iterations):
+            step(pool[i % size])
+            until = clock() + trainer_s
+            while clock() < until:
+                pass
+    return clock() - start
 
 
-def warm_up(backend: BenchBackend, pool: Sequence[Any], seconds: float) -> tuple[int, float]:
-    """Step in doubling chunks until ``seconds`` have passed (at least two chunks).
+def warm_up(backend: BenchBackend, pool: Sequence[Any], seconds: float, trainer_s: float = 0.0) -> tuple[int, float]:
+    """Step in doubling chunks until ``seconds`` have passed (at least two chunks); ``trainer_s`` as
+    :func:`time_steps`.
 
     :return: ``(iterations, wall time)`` of the last chunk: the best estimate of the steady rate.
     """
     chunk, total, rounds = 1, 0.0, 0
     last = (1, 0.0)
     while total < seconds or rounds < 2:
-        elapsed = time_steps(backend, pool, chunk)
+        elapsed = time_steps(backend, pool, chunk, trainer_s)
         last = (chunk, elapsed)
         total += elapsed
         rounds += 1

@@ -32,6 +32,7 @@ from vecenv.cli_args import (
     check_output_path,
     comma_list,
     json_object,
+    non_negative_float,
     os_reason,
     path_error,
     positive_float,
@@ -182,6 +183,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"with --autotune: seconds the whole run may take, closing included (default: {DEFAULT_BUDGET:g})",
     )
+    group.add_argument(
+        "--trainer-us",
+        type=non_negative_float,
+        default=None,
+        metavar="US",
+        help="with --autotune: microseconds of a trainer's own work after each vector step (a busy loop on one "
+        "core, as a single-threaded policy and update), to rank the layouts as they would step inside that "
+        "trainer (default: 0)",
+    )
     parser.set_defaults(handler=cmd_bench, prog=parser.prog)
 
 
@@ -260,8 +270,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     prefix = f"{getattr(args, 'prog', 'vecenv bench')}: error:"
     if getattr(args, "autotune", None) is not None:
         return _cmd_autotune(args, prefix)
-    if getattr(args, "env_kwargs", None) is not None or getattr(args, "budget", None) is not None:
-        print(f"{prefix} --env-kwargs and --budget go with --autotune ENV_ID", file=sys.stderr)
+    if any(getattr(args, name, None) is not None for name in ("env_kwargs", "budget", "trainer_us")):
+        print(f"{prefix} --env-kwargs, --budget and --trainer-us go with --autotune ENV_ID", file=sys.stderr)
         return EXIT_USAGE
     if args.list_backends:
         return _list_backends(args.n_workers)
@@ -299,7 +309,7 @@ def _autotune_conflicts(args: argparse.Namespace) -> list[str]:
     """The options of the benchmark run given with ``--autotune`` (those that differ from their defaults)."""
     parser = build_parser()
     defaults = parser.parse_args([])
-    own = {"autotune", "env_kwargs", "budget", "num_envs", "help", "handler", "prog"}
+    own = {"autotune", "env_kwargs", "budget", "trainer_us", "num_envs", "help", "handler", "prog"}
     return [
         "/".join(action.option_strings)
         for action in parser._actions
@@ -316,7 +326,7 @@ def _cmd_autotune(args: argparse.Namespace, prefix: str) -> int:
         if conflicts:
             raise UsageError(
                 f"--autotune does not take {', '.join(conflicts)} (options of the benchmark run); it takes "
-                "--num-envs N, --env-kwargs JSON and --budget SECONDS"
+                "--num-envs N, --env-kwargs JSON, --budget SECONDS and --trainer-us US"
             )
         if args.num_envs is not None and len(args.num_envs) != 1:
             raise UsageError(
@@ -332,6 +342,7 @@ def _cmd_autotune(args: argparse.Namespace, prefix: str) -> int:
             env_kwargs=env_kwargs,
             num_envs=None if args.num_envs is None else args.num_envs[0],
             budget=budget,
+            trainer_us=args.trainer_us or 0.0,
         )
     except (AutotuneError, UsageError) as exc:
         print(f"{prefix} {exc}", file=sys.stderr)
