@@ -467,6 +467,25 @@ FIGURES: tuple[Figure, ...] = (
         ),
     ),
     Figure(
+        name="autotune-trainer",
+        sections=(("docs/performance.md", "## Which layout to choose"),),
+        commits=("ab58cf6",),
+        snapshots=("2026-11-29-autotune-cartpole8-trainer.txt", "2026-11-29-autotune-cartpole8.txt"),
+        steps=(
+            Step(
+                (*_VECENV, "bench", "--autotune", "CartPole-v1", "-n", "8", "--trainer-us", "330", "--budget", "60"),
+                stdout="{out}/{date}-autotune-cartpole8-trainer.txt",
+                smoke=("--budget", "5"),
+            ),
+            Step(
+                (*_VECENV, "bench", "--autotune", "CartPole-v1", "-n", "8", "--budget", "60"),
+                stdout="{out}/{date}-autotune-cartpole8.txt",
+                smoke=("--budget", "5"),
+            ),
+        ),
+        outputs=("{date}-autotune-cartpole8-trainer.txt", "{date}-autotune-cartpole8.txt"),
+    ),
+    Figure(
         name="sixteen",
         sections=(("docs/performance.md", "### 16 cores, with the observation slots"),),
         commits=("8349a17", "fa4f4a1", "7a59a73"),
