@@ -368,6 +368,10 @@ def test_advice_follows_the_numbers() -> None:
 
     outside = _stats(remote(0.1, 0.0, 0.0), wait=0.1, outside=0.9)
     assert outside.advice() is not None and outside.advice().startswith("90% of the time is spent outside")
+    per_step_us = 0.9e6 / outside.steps  # the autotune gets the loop's own time per vector step
+    assert outside.advice().endswith(
+        f"; vecenv bench --autotune ENV_ID --trainer-us {per_step_us:.0f} ranks the layouts with it"
+    )
     images = _stats(remote(0.2, 0.6, 0.2), wait=0.8, send=0.1)
     assert images.advice() is not None and images.advice().startswith("moving data costs the workers more")
     cpu = _stats(remote(0.9, 0.05, 0.05), wait=0.9)

@@ -269,7 +269,8 @@ class StepStats:
         """One line on what the accounts suggest, or None when they suggest nothing (or cover too little).
 
         The rules, in order: most of the time is spent outside vecenv (> 50 %: a faster vector env cannot
-        help much); a worker process had the CPU for less than 2/3 of the time it had work: too few free cores
+        help much; ``vecenv bench --autotune --trainer-us`` with that time per step ranks the layouts with that
+        work between steps); a worker process had the CPU for less than 2/3 of the time it had work: too few free cores
         if it spent most of the rest waiting for a core (``run_queue_seconds``), envs that block (a sleep, I/O,
         an external simulator) if it did not, either where the run queue is unknown; the workers wait for
         requests more than half the time while the calling process waits for them less (envs too cheap for
@@ -282,10 +283,16 @@ class StepStats:
         if self.env_steps < 100 or wall <= 0:
             return None
         if self.outside_seconds / wall > 0.5:
-            return (
+            text = (
                 f"{100 * self.outside_seconds / wall:.0f}% of the time is spent outside the vector env (your "
                 "code): a faster vector env cannot speed this loop up much"
             )
+            if self.steps:  # how the layouts compare with that much of the loop's own work between steps
+                text += (
+                    f"; vecenv bench --autotune ENV_ID --trainer-us {self.outside_seconds * 1e6 / self.steps:.0f} "
+                    "ranks the layouts with it"
+                )
+            return text
         remote = [worker for worker in self.workers if worker.cpu_seconds is not None]
         remote_steps = sum(worker.env_steps for worker in remote)
         if remote and remote_steps:
