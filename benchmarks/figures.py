@@ -25,7 +25,8 @@ prepares the wheels and the baselines' trees there):
 
 ``--trees`` reads each ``--baseline REV`` of ``revision_ab.py`` from ``TREES/REV`` instead of git; ``--budget``
 stops the command running when the seconds are up (the process group is ended) and starts no other, and
-reports them; ``--archive`` packs the results into one ``.tar.gz``.
+reports them; ``--archive`` packs the results into one ``.tar.gz``; ``--programs goals.py,trainers.py`` runs only
+the commands of those programs (the others are left out, not reported).
 """
 
 from __future__ import annotations
@@ -888,24 +889,42 @@ def _run_step(argv: list[str], env: dict[str, str], stdout: str | None, deadline
             sink.close()
 
 
+def program(step: Step) -> str:
+    """The program a step runs: a script's file name (``goals.py``), or ``vecenv`` for ``python -m vecenv``."""
+    if step.argv[1:3] == ("-m", "vecenv"):
+        return "vecenv"
+    return os.path.basename(step.argv[1]) if len(step.argv) > 1 else step.argv[0]
+
+
+def step_outputs(figure: Figure, step: Step) -> list[str]:
+    """The outputs of ``figure`` that ``step`` writes: those its command, standard output or copies name."""
+    named = [*step.argv, step.stdout or "", *(target for _, target in step.copies)]
+    return [output for output in figure.outputs if any(output in text for text in named)]
+
+
 def run_figure(
     figure: Figure,
     fields: dict[str, str],
     smoke: bool = False,
     trees: str | None = None,
     deadline: float | None = None,
+    programs: Sequence[str] | None = None,
 ) -> list[str]:
     """Run the steps of ``figure``; return what went wrong (a failed command, a file not written).
 
-    A step whose modules are missing is skipped with a note under ``smoke`` and is an error otherwise.
+    A step whose modules are missing is skipped with a note under ``smoke`` and is an error otherwise. Each
+    command that ran must write its outputs (:func:`step_outputs`).
 
     :param trees: a folder with each baseline revision's tree (see :func:`with_trees`), or None to use git.
     :param deadline: ``time.monotonic()`` by which every command must be done (None: no limit); a command still
         running then is ended, and none is started with less than :data:`MIN_STEP_SECONDS` left.
+    :param programs: run only the steps of these programs (:func:`program`); None: every step.
     """
     problems: list[str] = []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     for step, filled in zip(figure.steps, commands(figure, fields, smoke), strict=True):
+        if programs is not None and program(step) not in programs:
+            continue
         argv = with_trees(filled, trees)
         missing = _missing(step)
         if missing:
@@ -924,11 +943,10 @@ def run_figure(
             continue
         for source, target in step.copies:
             shutil.copyfile(expand(source, fields), expand(target, fields))
-    for output in figure.outputs:
-        path = Path(fields["out"]) / expand(output, fields)
-        cut = (f"{figure.name}: skipped", f"{figure.name}: not run", f"{figure.name}: ended")
-        if not path.is_file() and not any(problem.startswith(cut) for problem in problems):
-            problems.append(f"{figure.name}: {path} was not written")
+        for output in step_outputs(figure, step):
+            path = Path(fields["out"]) / expand(output, fields)
+            if not path.is_file():
+                problems.append(f"{figure.name}: {path} was not written")
     return problems
 
 
@@ -959,9 +977,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--budget", type=float, metavar="SECONDS", help="end the command running when the seconds are up, start none"
     )
     parser.add_argument("--archive", help="also pack the results (and problems.txt) into this .tar.gz")
+    parser.add_argument(
+        "--programs",
+        metavar="NAME,...",
+        help="only the commands of these programs: script names (goals.py, trainers.py, ...) or vecenv",
+    )
     args = parser.parse_args(argv)
     if args.budget is not None and args.budget <= 0:
         parser.error(f"--budget must be a positive number of seconds, got {args.budget}")
+    programs = None if args.programs is None else [name.strip() for name in args.programs.split(",") if name.strip()]
     try:
         chosen = [figure_named(n.strip()) for n in args.only.split(",") if n.strip()] or list(FIGURES)
     except KeyError as error:
@@ -984,6 +1008,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for figure in chosen:
                 print(f"# {figure.name}")
                 for step, argv_ in zip(figure.steps, commands(figure, fields), strict=True):
+                    if programs is not None and program(step) not in programs:
+                        continue
                     redirect = f" > {expand(step.stdout, fields)}" if step.stdout else ""
                     print(shlex.join(with_trees(argv_, args.trees)) + redirect)
                     for source, target in step.copies:
@@ -993,7 +1019,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         deadline = None if args.budget is None else time.monotonic() + args.budget
         problems: list[str] = []
         for figure in chosen:
-            for problem in run_figure(figure, fields, smoke=args.smoke, trees=args.trees, deadline=deadline):
+            found = run_figure(figure, fields, args.smoke, args.trees, deadline, programs)
+            for problem in found:
                 print(problem, file=sys.stderr)
                 problems.append(problem)
                 if not (args.smoke and ": skipped " in problem):

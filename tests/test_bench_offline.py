@@ -61,7 +61,7 @@ def test_the_budget_ends_a_command_with_its_children_and_starts_no_other(
         f"open({str(pid_file)!r}, 'w').write(str(child.pid)); time.sleep(120)"
     )
     fake = _figure(
-        ("{python}", "-c", sleeper),
+        ("{python}", "-c", sleeper + " # first.txt"),
         ("{python}", "-c", "open('{out}/second.txt', 'w').write('done')"),
         outputs=("first.txt", "second.txt"),
     )
@@ -87,12 +87,47 @@ def test_the_budget_ends_a_command_with_its_children_and_starts_no_other(
 
 
 def test_a_failed_command_and_a_missing_output_are_reported(tmp_path: Path) -> None:
-    fake = _figure(("{python}", "-c", "raise SystemExit(3)"), ("{python}", "-c", "pass"), outputs=("made.txt",))
+    fake = _figure(
+        ("{python}", "-c", "raise SystemExit(3)"), ("{python}", "-c", "pass  # made.txt"), outputs=("made.txt",)
+    )
     fields = {"python": sys.executable, "out": str(tmp_path), "work": str(tmp_path), "date": "2031-01-02"}
     problems = figures.run_figure(fake, fields)
     assert len(problems) == 2
     assert "exited with status 3" in problems[0]
     assert problems[1] == f"fake: {tmp_path / 'made.txt'} was not written"
+
+
+def test_only_the_chosen_programs_run_and_only_what_ran_must_be_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``programs`` leaves the other steps out, unreported; a step that ran must write the outputs it names, and
+    only those (another step's missing output is not its problem)."""
+    script = tmp_path / "writer.py"
+    script.write_text("import sys; open(sys.argv[1], 'w').write('done')\n")
+    fake = _figure(
+        ("{python}", str(script), "{out}/a.txt"),
+        ("{python}", "-c", "pass  # it should write b.txt"),
+        outputs=("a.txt", "b.txt"),
+    )
+    fields = {"python": sys.executable, "out": str(tmp_path), "work": str(tmp_path), "date": "2031-01-02"}
+    assert [figures.program(step) for step in fake.steps] == ["writer.py", "-c"]
+    assert [figures.step_outputs(fake, step) for step in fake.steps] == [["a.txt"], ["b.txt"]]
+    assert figures.run_figure(fake, fields, programs=["writer.py"]) == []
+    assert (tmp_path / "a.txt").read_text() == "done"
+    assert figures.run_figure(fake, fields) == [f"fake: {tmp_path / 'b.txt'} was not written"]
+    capsys.readouterr()
+    assert figures.main(["--only", "sixteen-again", "--dry-run", "--programs", "goals.py,trainers.py"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert [line.split()[1] for line in printed] == ["benchmarks/goals.py", "benchmarks/trainers.py"]
+
+
+def test_every_output_is_written_by_a_step() -> None:
+    """Each output of each figure is named by one of its steps (its command, standard output or copies), so a
+    command that ran is held to it."""
+    for figure in figures.FIGURES:
+        for output in figure.outputs:
+            assert any(output in figures.step_outputs(figure, step) for step in figure.steps), (figure.name, output)
+    assert figures.program(figures.figure_named("sixteen-again").steps[2]) == "vecenv"
 
 
 def test_the_archive_holds_every_result_and_the_problems(tmp_path: Path) -> None:
