@@ -93,6 +93,21 @@ def test_known_namespace_imports_its_package(
     assert _stats(_parse_summary(out)) == _reference_stats("CartPole-v1", 2, 200, 3)
 
 
+def test_a_known_namespace_already_registered_here_is_imported_in_the_workers_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vecenv's own ``vecenv/`` envs are registered in this process (the command imports vecenv.bench): the
+    factory still imports their module, so that forkserver's workers, which have not, make them; the run's
+    episodes are those of the env stepped here."""
+    import vecenv.bench.workloads  # noqa: F401  (registers vecenv/...)
+
+    assert resolve_env_id("vecenv/Image84-v0") == EnvMaker("vecenv/Image84-v0", ("vecenv.bench.workloads",))
+    args = ["-n", "2", "-s", "40", "--seed", "3", "-b", "subproc", "--start-method", "forkserver"]
+    code, out, err = _run_main(capsys, "run", "vecenv/Image84-v0", *args)
+    assert code == 0, err
+    _check_summary(_parse_summary(out), "vecenv/Image84-v0", 2, 40, _subproc_backend("forkserver", 2))
+
+
 def test_env_maker_imports_where_it_is_called() -> None:
     """The factory of a plugin's id, pickled and called where the plugin was never imported (as in a worker),
     imports it and makes the env; an id that needs no import stays a string for make_vec_env."""

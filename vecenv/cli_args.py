@@ -357,7 +357,9 @@ def resolve_env_id(env_id: str, imports: Sequence[str] = (), import_option: str 
 
     In this order: the modules of ``imports``; the module of Gymnasium's ``module:EnvId`` form
     (``ale_py:ALE/Pong-v5``); the package of a known namespace (:data:`NAMESPACE_PROVIDERS`: ``ALE`` ->
-    ``ale_py``) when no imported module registered the id's namespace and the package is installed.
+    ``ale_py``) when no imported module registered the id's namespace and the package is installed. The factory
+    imports the package of a known namespace in any case, also where this process had registered its envs
+    already, since a worker process started by forkserver or spawn has not.
 
     :param env_id: ``EnvId`` or ``module:EnvId``.
     :param imports: modules to import first (``vecenv run --import``), e.g. a plugin that registers its envs.
@@ -383,16 +385,19 @@ def resolve_env_id(env_id: str, imports: Sequence[str] = (), import_option: str 
         import_env_module(module, f"argument ENV_ID: the MODULE of {env_id!r}:")
         modules.append(module)
     namespace = _namespace(name)
-    if namespace in NAMESPACE_PROVIDERS and namespace not in _namespaces():
+    if namespace in NAMESPACE_PROVIDERS:
         module, package = NAMESPACE_PROVIDERS[namespace]
-        if importlib.util.find_spec(module) is None:
-            raise UsageError(
-                f"unknown env id {env_id!r}: the {namespace}/ envs are registered by the {package} package, which "
-                f"is not installed: pip install {package}"
+        if namespace not in _namespaces():
+            if importlib.util.find_spec(module) is None:
+                raise UsageError(
+                    f"unknown env id {env_id!r}: the {namespace}/ envs are registered by the {package} package, "
+                    f"which is not installed: pip install {package}"
+                )
+            import_env_module(
+                module, f"argument ENV_ID: {env_id!r} needs {module!r}, which registers the {namespace}/ envs:"
             )
-        import_env_module(
-            module, f"argument ENV_ID: {env_id!r} needs {module!r}, which registers the {namespace}/ envs:"
-        )
+        # imported by the factory too, also where this process had registered them already: a worker process
+        # started by forkserver or spawn has not
         modules.append(module)
     modules = list(dict.fromkeys(modules))
     try:
