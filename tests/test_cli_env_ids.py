@@ -108,6 +108,15 @@ def test_a_known_namespace_already_registered_here_is_imported_in_the_workers_to
     _check_summary(_parse_summary(out), "vecenv/Image84-v0", 2, 40, _subproc_backend("forkserver", 2))
 
 
+def test_a_known_namespace_registered_by_another_module_needs_not_its_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where a module of ``--import`` registered a known namespace's ids and that namespace's own package is not
+    installed, the factory imports only that module."""
+    monkeypatch.setitem(vecenv.cli_args.NAMESPACE_PROVIDERS, "VecenvPlugin", ("no_such_package_here", "nothing"))
+    assert resolve_env_id(PLUGIN_ID, [PLUGIN]) == EnvMaker(PLUGIN_ID, (PLUGIN,))
+
+
 def test_env_maker_imports_where_it_is_called() -> None:
     """The factory of a plugin's id, pickled and called where the plugin was never imported (as in a worker),
     imports it and makes the env; an id that needs no import stays a string for make_vec_env."""

@@ -396,9 +396,11 @@ def resolve_env_id(env_id: str, imports: Sequence[str] = (), import_option: str 
             import_env_module(
                 module, f"argument ENV_ID: {env_id!r} needs {module!r}, which registers the {namespace}/ envs:"
             )
-        # imported by the factory too, also where this process had registered them already: a worker process
-        # started by forkserver or spawn has not
-        modules.append(module)
+            modules.append(module)
+        elif importlib.util.find_spec(module) is not None:
+            # imported by the factory also where this process had registered the envs already (a worker started
+            # by forkserver or spawn has not); not where another module registered the namespace without it
+            modules.append(module)
     modules = list(dict.fromkeys(modules))
     try:
         gym.spec(name)
