@@ -896,6 +896,11 @@ def program(step: Step) -> str:
     return os.path.basename(step.argv[1]) if len(step.argv) > 1 else step.argv[0]
 
 
+def _chosen(step: Step, programs: Sequence[str] | None) -> bool:
+    """Whether ``step`` runs one of ``programs`` (None: every program)."""
+    return programs is None or program(step) in programs
+
+
 def step_outputs(figure: Figure, step: Step) -> list[str]:
     """The outputs of ``figure`` that ``step`` writes: those its command, standard output or copies name."""
     named = [*step.argv, step.stdout or "", *(target for _, target in step.copies)]
@@ -923,7 +928,7 @@ def run_figure(
     problems: list[str] = []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     for step, filled in zip(figure.steps, commands(figure, fields, smoke), strict=True):
-        if programs is not None and program(step) not in programs:
+        if not _chosen(step, programs):
             continue
         argv = with_trees(filled, trees)
         missing = _missing(step)
@@ -1008,7 +1013,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for figure in chosen:
                 print(f"# {figure.name}")
                 for step, argv_ in zip(figure.steps, commands(figure, fields), strict=True):
-                    if programs is not None and program(step) not in programs:
+                    if not _chosen(step, programs):
                         continue
                     redirect = f" > {expand(step.stdout, fields)}" if step.stdout else ""
                     print(shlex.join(with_trees(argv_, args.trees)) + redirect)

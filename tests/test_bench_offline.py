@@ -48,6 +48,11 @@ def _figure(*steps: tuple[str, ...], outputs: tuple[str, ...] = ()) -> object:
     )
 
 
+def _fields(tmp_path: Path) -> dict[str, str]:
+    """The fields of a run of figures' commands, with ``tmp_path`` as the output and work folders."""
+    return {"python": sys.executable, "out": str(tmp_path), "work": str(tmp_path), "date": "2031-01-02"}
+
+
 def test_the_budget_ends_a_command_with_its_children_and_starts_no_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -65,7 +70,7 @@ def test_the_budget_ends_a_command_with_its_children_and_starts_no_other(
         ("{python}", "-c", "open('{out}/second.txt', 'w').write('done')"),
         outputs=("first.txt", "second.txt"),
     )
-    fields = {"python": sys.executable, "out": str(tmp_path), "work": str(tmp_path), "date": "2031-01-02"}
+    fields = _fields(tmp_path)
     problems = figures.run_figure(fake, fields, deadline=time.monotonic() + 4.0)
     assert not (tmp_path / "second.txt").exists()
     assert [p.split(":")[1].strip() for p in problems] == [
@@ -90,7 +95,7 @@ def test_a_failed_command_and_a_missing_output_are_reported(tmp_path: Path) -> N
     fake = _figure(
         ("{python}", "-c", "raise SystemExit(3)"), ("{python}", "-c", "pass  # made.txt"), outputs=("made.txt",)
     )
-    fields = {"python": sys.executable, "out": str(tmp_path), "work": str(tmp_path), "date": "2031-01-02"}
+    fields = _fields(tmp_path)
     problems = figures.run_figure(fake, fields)
     assert len(problems) == 2
     assert "exited with status 3" in problems[0]
@@ -109,7 +114,7 @@ def test_only_the_chosen_programs_run_and_only_what_ran_must_be_written(
         ("{python}", "-c", "pass  # it should write b.txt"),
         outputs=("a.txt", "b.txt"),
     )
-    fields = {"python": sys.executable, "out": str(tmp_path), "work": str(tmp_path), "date": "2031-01-02"}
+    fields = _fields(tmp_path)
     assert [figures.program(step) for step in fake.steps] == ["writer.py", "-c"]
     assert [figures.step_outputs(fake, step) for step in fake.steps] == [["a.txt"], ["b.txt"]]
     assert figures.run_figure(fake, fields, programs=["writer.py"]) == []
