@@ -739,8 +739,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         name="trainers",
         sections=(("docs/performance.md", "## In a trainer"),),
-        commits=("f7558d4", "a1dee31"),
+        commits=("336a5c2", "f7558d4", "a1dee31"),
         snapshots=(
+            "2026-11-29-trainers.md",
+            "2026-11-29-trainers.json",
             "2026-11-28-trainers.md",
             "2026-11-28-trainers.json",
             "2026-11-28-trainers-dummy8.md",
