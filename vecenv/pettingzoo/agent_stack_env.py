@@ -148,10 +148,14 @@ class AgentStackEnv(gym.Env):
             if j is not None:
                 last[j] = obs
 
-    def _alive(self) -> np.ndarray:
-        alive = np.zeros(len(self.possible_agents), dtype=np.int8)
+    def _alive(self) -> list[int]:
+        """1 for each agent (in ``possible_agents`` order) in ``env.agents`` now, else 0."""
+        alive = [0] * len(self.possible_agents)
         index = self._index
-        alive[[index[agent] for agent in self.par_env.agents if agent in index]] = 1
+        for agent in self.par_env.agents:
+            k = index.get(agent)
+            if k is not None:
+                alive[k] = 1
         return alive
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -166,7 +170,7 @@ class AgentStackEnv(gym.Env):
         n = len(self.possible_agents)
         obs = {  # (the observation space's key order: see step)
             "acted": np.zeros(n, dtype=np.int8),
-            "alive": alive,
+            "alive": np.array(alive, dtype=np.int8),
             "obs": self._masked_obs(alive),
             "reward": np.zeros(n, dtype=np.float32),
             "terminated": np.zeros(n, dtype=np.int8),
@@ -207,11 +211,7 @@ class AgentStackEnv(gym.Env):
             if truncations.get(agent, False):
                 truncated[j] = 1
         self._write_obs(observations)
-        alive = [0] * n
-        for agent in env.agents:
-            k = index.get(agent)
-            if k is not None:
-                alive[k] = 1
+        alive = self._alive()
         over = 1 not in alive
         ended = False  # an agent that acted ended its episode
         for j in acted_ids:
