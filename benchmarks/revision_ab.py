@@ -84,6 +84,7 @@ CASES = {
     "dummy-cartpole-16": Case("dummy", "cartpole", 16),
     "dummy-cartpole-64": Case("dummy", "cartpole", 64),
     "dummy-image-16": Case("dummy", "image", 16),
+    "subproc-cartpole-8": Case("subproc", "cartpole", 8),  # a small batch: the wake-ups are most of a step
     "subproc-cartpole-64": Case("subproc", "cartpole", 64),
     "subproc-image-16": Case("subproc", "image", 16),
     "subproc-cpu-16": Case("subproc", "cpu", 16),
