@@ -225,3 +225,11 @@ def make_env(offset: int = 0, where: str | None = None, fault: str = "raise", **
     if where == "factory":
         inject(fault, "factory", offset, 1, kwargs.get("exit_code", 7), kwargs.get("delay", 0.0))
     return FaultInjectEnv(offset, where, fault, **kwargs)
+
+
+def make_env_when_flagged(flag: str, offset: int = 0, **fault_kwargs: Any) -> FaultInjectEnv:
+    """Env factory: :func:`make_env` with ``fault_kwargs`` while the file ``flag`` exists, else a plain env; so
+    that a worker built once the test creates the file (a restarted one) meets the fault, and the first one not."""
+    if os.path.exists(flag):
+        return make_env(offset, **fault_kwargs)
+    return FaultInjectEnv(offset)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 import vecenv
 from tests.envs import CounterEnv, FaultEnv
 from tests.envs_failure import SLOW, STEP, expected_obs, make
+from tests.envs_faults import InjectedFault, make_env, make_env_when_flagged
 from vecenv.errors import WorkerDiedError
 
 
@@ -212,3 +214,180 @@ def test_budget_spent_in_a_step_keeps_the_other_results_for_the_next_step():
         np.testing.assert_array_equal(obs, [expected_obs(i, 0, 1) for i in range(3)] + [expected_obs(3, 0, 2)])
     finally:
         venv.close()
+
+
+# --- partial batches honour the timeouts; a restart that fails leaves the worker dead, never half built -------
+
+
+def fault_fns(n: int, **fault_kwargs: Any) -> list[Callable[[], Any]]:
+    """Env 0 with the fault, envs 1..n-1 plain (tests.envs_faults: observation ``[offset, episode, t]``)."""
+    return [functools.partial(make_env, i, **(fault_kwargs if i == 0 else {})) for i in range(n)]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("max_restarts", [0, 1])
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_partial_batch_step_timeout(batch_size: int, max_restarts: int) -> None:
+    """send() to an env that hangs, step_timeout=1: recv() returns the other envs' results, and the hung env's
+    recv() raises TimeoutError (or, with a restart, reports the restart) after about 1 s instead of waiting."""
+    venv = vecenv.SubprocVecEnv(
+        fault_fns(3, where="step", fault="hang"),
+        n_workers=3,
+        batch_size=batch_size,
+        step_timeout=1.0,
+        max_restarts=max_restarts,
+    )
+    try:
+        venv.async_reset()
+        got: list[int] = []
+        while len(got) < 3:
+            got += venv.recv()[4].tolist()
+        venv.send(np.zeros(3, dtype=np.int64), [0, 1, 2])
+        returned: list[int] = []
+        outcomes = []
+        while len(returned) < 3:
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    obs, _, dones, infos, env_ids = venv.recv()
+            except TimeoutError as exc:
+                assert max_restarts == 0 and "envs [0] did not finish step within 1.0 s" in str(exc)
+                outcomes.append("timeout")
+                returned.append(0)
+                continue
+            for k, env_id in enumerate(env_ids.tolist()):
+                returned.append(env_id)
+                if env_id == 0:
+                    assert max_restarts == 1 and dones[k] and infos[k]["vecenv.restarted"] is True
+                    assert "TimeoutError" in infos[k]["vecenv.restart_cause"]
+                    assert obs[k].tolist() == [0, 0, 0] and any("restarting" in str(w.message) for w in caught)
+                    outcomes.append("restarted")
+                else:
+                    assert obs[k].tolist() == [env_id, 0, 1] and not dones[k]
+        assert sorted(returned) == [0, 1, 2]
+        assert outcomes == ["restarted" if max_restarts else "timeout"]
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+def test_partial_batch_reset_timeout() -> None:
+    """async_reset() with an env whose second reset hangs, reset_timeout=1: recv() raises TimeoutError."""
+    venv = vecenv.SubprocVecEnv(fault_fns(2, where="reset", fault="hang", at=2), n_workers=2, reset_timeout=1.0)
+    try:
+        venv.reset()
+        venv.async_reset()
+        with pytest.raises(TimeoutError, match=r"envs \[0\] did not finish reset within 1.0 s"):
+            while True:
+                venv.recv()
+    finally:
+        venv.close()
+
+
+def _flagged_fns(flag: str, **fault_kwargs: Any) -> list[Callable[[], Any]]:
+    """Env 0 plain; env 1 meets the fault once ``flag`` exists (in a restarted worker)."""
+    return [functools.partial(make_env, 0), functools.partial(make_env_when_flagged, flag, 1, **fault_kwargs)]
+
+
+def _kill_worker(venv: vecenv.SubprocVecEnv, w: int) -> None:
+    os.kill(venv.processes[w].pid, signal.SIGKILL)
+    venv.processes[w].join(5)
+
+
+@pytest.mark.timeout(60)
+def test_restart_whose_factory_hangs_is_bounded_by_reset_timeout(tmp_path: Any) -> None:
+    flag = str(tmp_path / "flag")
+    fns = _flagged_fns(flag, where="factory", fault="hang")
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2, step_timeout=5.0, reset_timeout=1.0, max_restarts=1)
+    try:
+        venv.reset()
+        open(flag, "w").close()
+        _kill_worker(venv, 1)
+        with pytest.warns(RuntimeWarning, match="restarting"), pytest.raises(TimeoutError) as info:
+            venv.step(np.zeros(2, dtype=np.int64))
+        assert "envs [1] did not finish env construction within 1.0 s" in str(info.value)
+        assert any("raised while restarting the worker of envs [1]" in note for note in info.value.__notes__)
+        with pytest.raises(WorkerDiedError, match=r"did not finish within reset_timeout=1.0 s"):
+            venv.step(np.zeros(2, dtype=np.int64))  # the budget is spent: the dead worker's error
+    finally:
+        venv.close()
+    assert all(not p.is_alive() for p in venv.processes)
+
+
+@pytest.mark.timeout(60)
+def test_restart_whose_reset_raises_is_restarted_again_and_reported(tmp_path: Any) -> None:
+    """The restarted env's first reset raises: the step raises it (noted as a restart's), and the next step
+    restarts the worker again and reports the cut episode; the env that was built and never reset is not used."""
+    flag = str(tmp_path / "flag")
+    venv = vecenv.SubprocVecEnv(_flagged_fns(flag, where="reset", fault="raise"), n_workers=2, max_restarts=3)
+    try:
+        venv.reset()
+        venv.step(np.zeros(2, dtype=np.int64))
+        open(flag, "w").close()
+        _kill_worker(venv, 1)
+        with pytest.warns(RuntimeWarning, match="restart 1 of"), pytest.raises(InjectedFault) as info:
+            venv.step(np.zeros(2, dtype=np.int64))
+        assert any("raised while restarting the worker of envs [1]" in note for note in info.value.__notes__)
+        os.unlink(flag)
+        with pytest.warns(RuntimeWarning, match="restart 2 of"):
+            obs, rewards, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+        assert obs.tolist() == [[0, 0, 2], [1, 0, 0]]  # env 0's held step; env 1 in the new worker's first episode
+        assert dones.tolist() == [False, True] and rewards[1] == 0.0
+        assert infos[1]["vecenv.restarted"] is True
+        assert "failed during its reset" in infos[1]["vecenv.restart_cause"]
+        obs, _, dones, _ = venv.step(np.zeros(2, dtype=np.int64))
+        assert obs.tolist() == [[0, 0, 3], [1, 0, 1]] and not dones.any()
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+def test_restart_whose_factory_raises_is_named_by_later_errors(tmp_path: Any) -> None:
+    flag = str(tmp_path / "flag")
+    venv = vecenv.SubprocVecEnv(_flagged_fns(flag, where="factory", fault="raise"), n_workers=2, max_restarts=1)
+    try:
+        venv.reset()
+        open(flag, "w").close()
+        _kill_worker(venv, 1)
+        with pytest.warns(RuntimeWarning, match="restarting"), pytest.raises(InjectedFault):
+            venv.step(np.zeros(2, dtype=np.int64))
+        for _ in range(2):
+            with pytest.raises(WorkerDiedError) as info:
+                venv.step(np.zeros(2, dtype=np.int64))
+            message = str(info.value)
+            assert "started to replace a dead one, failed during its env construction" in message
+            assert "InjectedFault: injected fault in factory of env offset 1" in message
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_during_a_restart_leaves_the_worker_dead_not_half_built(tmp_path: Any) -> None:
+    """Ctrl-C while a restarted worker builds its envs: the step raises KeyboardInterrupt; the next step restarts
+    the worker again (the budget allows) and reports it; env 0's result of the interrupted step is not lost."""
+    flag = str(tmp_path / "flag")
+    venv = vecenv.SubprocVecEnv(_flagged_fns(flag, where="factory", fault="hang"), n_workers=2, max_restarts=3)
+    try:
+        venv.reset()
+        venv.step(np.zeros(2, dtype=np.int64))
+        open(flag, "w").close()
+        _kill_worker(venv, 1)
+        timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                with pytest.raises(KeyboardInterrupt):
+                    venv.step(np.zeros(2, dtype=np.int64))
+        finally:
+            timer.join()
+        os.unlink(flag)
+        with pytest.warns(RuntimeWarning, match="restart 2 of"):
+            obs, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+        assert obs.tolist() == [[0, 0, 2], [1, 0, 0]] and dones.tolist() == [False, True]
+        assert "KeyboardInterrupt" in infos[1]["vecenv.restart_cause"]
+        obs, _, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+        assert obs.tolist() == [[0, 0, 3], [1, 0, 1]]
+    finally:
+        venv.close()
+    assert all(not p.is_alive() for p in venv.processes)

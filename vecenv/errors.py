@@ -30,6 +30,7 @@ __all__ = [
     "WorkerDiedError",
     "add_source_lines",
     "dumps_keeping_file_names",
+    "other_errors",
 ]
 
 
@@ -300,8 +301,17 @@ def env_index_of(exc: BaseException) -> int | None:
 
 def add_other_errors(exc: BaseException, others: list[BaseException]) -> None:
     """Record on ``exc``, the error a request raises, the errors other workers raised answering the same request
-    (read back with :func:`other_errors`)."""
+    (read back with :func:`other_errors`), and name each in a note of ``exc``, so that the printed traceback shows
+    them too."""
     setattr(exc, _OTHER_ERRORS, [*other_errors(exc), *others])
+    for other in others:
+        index = env_index_of(other)
+        by = "another worker" if index is None else f"env {index}"
+        add_note(
+            exc,
+            f"vecenv: {by} also raised answering the same request: {type(other).__name__}: {other} "
+            "(vecenv.errors.other_errors(exc) holds it, with its traceback)",
+        )
 
 
 def other_errors(exc: BaseException) -> list[BaseException]:

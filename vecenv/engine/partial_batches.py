@@ -13,7 +13,7 @@ from vecenv.base import VecEnvIndices, VecEnvObs
 from vecenv.engine.checks import checked_batch_size
 from vecenv.engine.core import AsyncState
 from vecenv.engine.recovery import Recovery
-from vecenv.engine.replies import wait_ready
+from vecenv.engine.replies import next_ready
 from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError, WorkerDiedError
 from vecenv.interrupts import guarded
 from vecenv.protocol import Command
@@ -223,12 +223,13 @@ class PartialBatches(Recovery):
         return batch_take(self._obs_buffer, index), self._rewards[index], self._dones[index], infos, index
 
     def _wait_any(self) -> int:
-        """Index of a worker in flight whose reply is ready (or that died)."""
+        """Index of a worker in flight whose reply is ready (or that died), or whose reply deadline passed first
+        (its ``recv`` then raises the timeout)."""
         in_flight = list(self._in_flight)
         for w in in_flight:
             if not self._workers[w].blocks:  # in-process: executes when asked
                 return w
-        return in_flight[wait_ready([self._workers[w] for w in in_flight], None, self._clock)[0]]
+        return in_flight[next_ready([self._workers[w] for w in in_flight], self._clock)[0]]
 
     def _drain_partial(self) -> None:
         """Collect and drop every partial result in flight (used by reset)."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from vecenv.engine.core import EngineCore
 from vecenv.engine.replies import call_all
-from vecenv.errors import WorkerDiedError
+from vecenv.errors import WorkerDiedError, add_note
 from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
 
@@ -147,7 +147,16 @@ class Recovery(EngineCore):
         if seeds is None and options is None:
             seeds, options = self._take_staged(start, stop)
         self._prepare_obs_write(keep_rows=True)  # (the caller may hold the current observations)
-        reset_infos = worker.restart(seeds, options)
+        try:
+            reset_infos = worker.restart(seeds, options)
+        except Exception as exc:
+            add_note(
+                exc,
+                f"vecenv: raised while restarting the worker of envs {worker.env_indices} (restart {self.restarts} "
+                f"of max_restarts={self.max_restarts}); the new worker was ended, and the next call that needs it "
+                f"restarts it again while max_restarts allows. The restart's cause: {type(cause).__name__}: {cause}",
+            )
+            raise
         for env_id in range(start, stop):  # the restart supersedes what its envs held
             self._held.pop(env_id, None)
         self._rewards[start:stop] = 0.0

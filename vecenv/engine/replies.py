@@ -13,7 +13,7 @@ from vecenv.errors import UncopyableInfoError, WorkerDiedError, add_other_errors
 from vecenv.stats import StepClock
 from vecenv.workers import Worker
 
-__all__ = ["call_all", "gather", "ready_order", "wait_ready"]
+__all__ = ["call_all", "gather", "next_ready", "ready_order", "wait_ready"]
 
 
 def wait_ready(workers: Sequence[Worker], timeout: float | None, clock: StepClock | None = None) -> list[int]:
@@ -48,15 +48,23 @@ def ready_order(workers: Sequence[Worker], clock: StepClock | None = None) -> It
         else:
             waiting.append(k)
     while len(waiting) > 1:
-        deadlines = [d for d in (workers[k].reply_deadline for k in waiting) if d is not None]
-        timeout = None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
-        ready = wait_ready([workers[k] for k in waiting], timeout, clock)
-        if not ready:  # the earliest deadline passed: that worker's recv times out now
-            ready = [min(range(len(waiting)), key=lambda p: workers[waiting[p]].reply_deadline or math.inf)]
-        chosen = [waiting[p] for p in ready]
+        chosen = [waiting[p] for p in next_ready([workers[k] for k in waiting], clock)]
         waiting = [k for k in waiting if k not in chosen]
         yield from chosen
     yield from waiting
+
+
+def next_ready(workers: Sequence[Worker], clock: StepClock | None = None) -> list[int]:
+    """The positions of ``workers`` (each waiting for a reply) to collect next: those whose reply is ready or that
+    ended, or, when nothing arrives before the earliest reply deadline (``step_timeout`` / ``reset_timeout``),
+    that worker alone, whose ``recv`` then enforces its timeout. Never empty; waits without end only where no
+    worker has a deadline. ``clock``: see :func:`ready_order`."""
+    deadlines = [d for d in (worker.reply_deadline for worker in workers) if d is not None]
+    timeout = None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
+    ready = wait_ready(workers, timeout, clock)
+    if not ready:  # the earliest deadline passed: that worker's recv times out now
+        ready = [min(range(len(workers)), key=lambda p: workers[p].reply_deadline or math.inf)]
+    return ready
 
 
 def call_all(

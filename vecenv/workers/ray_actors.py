@@ -384,13 +384,26 @@ class RayWorker(MessageWorker):
         env, env ``j`` with ``seeds[j]`` / ``options[j]`` if given; their first observations are in the buffers.
 
         :return: the reset infos of the group.
-        :raises Exception: whatever building or resetting the new actor's envs raised.
+        :raises BaseException: whatever building or resetting the new actor's envs raised (a
+            :class:`TimeoutError` past ``reset_timeout``, a Ctrl-C). The new actor is then ended and the worker
+            stays dead: every later call raises :class:`~vecenv.errors.WorkerDiedError` naming that error, and
+            another restart may replace it.
         """
         self.kill()
         self._start_actor()
         self._lost = None
-        self.handshake(self.reset_timeout)
-        return self._reset_after_restart(seeds, options)
+        stage = "env construction"
+        try:
+            self.handshake(self.reset_timeout)
+            stage = "reset"
+            return self._reset_after_restart(seeds, options)
+        except BaseException as exc:
+            # half a worker is never used: its envs may be built and not reset
+            self.kill(
+                f"The Ray actor running envs {self.env_indices}, started to replace a dead one, failed during its "
+                f"{stage} and was ended: {type(exc).__name__}: {exc}"
+            )
+            raise
 
     def shutdown_begin(self) -> None:
         if self._lost is not None or self.actor is None:

@@ -155,6 +155,9 @@ class SubprocWorker(MessageWorker):
         #: while spinning: this worker's row of the shared signals, and the requests written since SETUP
         self._signals: Any = None
         self._requests = 0
+        #: while a restarted process builds its envs and maps the shared block: when that wait gives up
+        #: (monotonic seconds, from ``reset_timeout``; None: never)
+        self._start_deadline: float | None = None
         self._start_process()
         # late replies of an abandoned request that shutdown must skip before the CLOSE reply
         self._stale_replies = 0
@@ -371,7 +374,7 @@ class SubprocWorker(MessageWorker):
         if self._unread is not None:
             data, self._unread = self._unread, None
             return data
-        deadline = self._deadline if self._pending is not None else None
+        deadline = self._deadline if self._pending is not None else self._start_deadline
         spinner, signals = self._spinner, self._signals
         if spinner is not None and signals is not None and doing is Command.STEP:
             if signals[REPLIES] < self._requests:  # (else wait_any saw it come: not a wait of its own)
@@ -408,8 +411,9 @@ class SubprocWorker(MessageWorker):
         if not ready:
             self._pending = None
             pid = self.process.pid
-            setting = "reset_timeout" if doing is Command.RESET else "step_timeout"
-            timeout = self.reset_timeout if doing is Command.RESET else self.step_timeout
+            # (a restart's env construction and setup are bounded by reset_timeout, as its reset is)
+            setting = "step_timeout" if doing is Command.STEP else "reset_timeout"
+            timeout = self.step_timeout if doing is Command.STEP else self.reset_timeout
             self.kill(
                 f"The worker process {pid} running envs {self.env_indices} was killed by vecenv during "
                 f"{label(doing)}: it did not finish within {setting}={timeout} s. It cannot be used again: create "
@@ -497,20 +501,38 @@ class SubprocWorker(MessageWorker):
     ) -> list[dict[str, Any]]:
         """Replace a dead (or killed) worker process: rebuild its envs from their factories, map the shared
         block again and reset every env, env ``j`` with ``seeds[j]`` / ``options[j]`` if given. The envs' first
-        observations are in the buffers.
+        observations are in the buffers. Building the envs and mapping the block are bounded by
+        :attr:`reset_timeout`, and so is the reset.
 
         :return: the reset infos of the group.
-        :raises Exception: whatever building, setting up or resetting the new worker raised.
+        :raises BaseException: whatever building, setting up or resetting the new worker raised (a
+            :class:`TimeoutError` past ``reset_timeout``, a Ctrl-C). The new process is then ended and the worker
+            stays dead: every later call raises :class:`~vecenv.errors.WorkerDiedError` naming that error, and
+            another restart may replace it.
         """
         self.kill()
         with contextlib.suppress(ValueError):  # release the old Process object's sentinel pipe
             self.process.close()
         self._start_process()
         self._lost = None
-        self.handshake()
-        if self._shared is not None:
-            self.setup_shared(*self._shared)
-        return self._reset_after_restart(seeds, options)
+        stage = "env construction"
+        self._start_deadline = None if self.reset_timeout is None else time.monotonic() + self.reset_timeout
+        try:
+            self.handshake()
+            stage = "setup"
+            if self._shared is not None:
+                self.setup_shared(*self._shared)
+            stage = "reset"
+            return self._reset_after_restart(seeds, options)
+        except BaseException as exc:
+            # half a worker is never used: its envs may be built and not reset, or a reply may be left unread
+            self.kill(
+                f"The worker process {self.process.pid} running envs {self.env_indices}, started to replace a dead "
+                f"one, failed during its {stage} and was ended: {type(exc).__name__}: {exc}"
+            )
+            raise
+        finally:
+            self._start_deadline = None
 
     # --- shutdown -------------------------------------------------------------------------------
 
