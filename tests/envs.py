@@ -151,6 +151,25 @@ class SharedInfoEnv(gym.Env):
         return np.full(1, float(self.t)), 0.0, False, self.t >= 3, self._info()
 
 
+class CapturedListEnv(gym.Env):
+    """Appends to a list its factory captured at every step; observation: the list's length. Envs built in one
+    process from factories that share the list see each other's appends; envs that each got their own copy of
+    the list (one process per env, or factories pickled one by one) see only theirs."""
+
+    def __init__(self, captured: list[int]) -> None:
+        self.observation_space = spaces.Box(low=0, high=1e9, shape=(1,), dtype=np.int64)
+        self.action_space = spaces.Discrete(2)
+        self.captured = captured
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.array([len(self.captured)]), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.captured.append(1)
+        return np.array([len(self.captured)]), 0.0, False, False, {}
+
+
 # --- one env per space type -------------------------------------------------------------------------
 
 

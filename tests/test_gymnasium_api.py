@@ -41,7 +41,7 @@ from tests.envs_gym import (
     RaisingEnv,
     SlowEnv,
 )
-from vecenv import SubprocVecEnv
+from vecenv import DummyVecEnv, SubprocVecEnv
 
 MODES = list(AutoresetMode)
 MODE_IDS = [mode.name for mode in MODES]
@@ -1022,3 +1022,25 @@ def test_cleanrl_ppo_example_runs() -> None:
     assert len(returns) >= 5, result.stdout
     summary = [line for line in lines if line.startswith("finished episodes:")]
     assert summary and int(summary[0].split(":")[1].split()[0]) == len(returns)
+
+
+@pytest.mark.parametrize("backend", ["sync", "async"])
+def test_envs_with_different_render_modes_take_env_0s(backend: str) -> None:
+    """CleanRL's ``capture_video and idx == 0``: only env 0 renders. Gymnasium's classes take env 0's
+    ``render_mode`` (and render None for the others); so do vecenv's, where SB3's classes assert they agree."""
+    pytest.importorskip("pygame")
+    fns = [partial(gym.make, "CartPole-v1", render_mode="rgb_array"), partial(gym.make, "CartPole-v1")]
+    ours = vg.SyncVectorEnv(fns) if backend == "sync" else vg.AsyncVectorEnv(fns, n_workers=2)
+    theirs = gym.vector.SyncVectorEnv(fns)
+    try:
+        for envs in (ours, theirs):
+            envs.reset(seed=0)
+        assert ours.render_mode == theirs.render_mode == "rgb_array"
+        ours_frames, theirs_frames = ours.render(), theirs.render()
+        assert ours_frames[1] is None and theirs_frames[1] is None
+        np.testing.assert_array_equal(ours_frames[0], theirs_frames[0])
+    finally:
+        ours.close()
+        theirs.close()
+    with pytest.raises(AssertionError, match="render_mode mode should be the same"):
+        DummyVecEnv(fns)  # SB3's rule stays for SB3's classes

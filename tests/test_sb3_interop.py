@@ -225,3 +225,23 @@ def test_each_algorithms_own_actions_are_accepted(algo, kind):
     finally:
         venv.close()
     assert received == [[row_record(batch[i]) for batch in venv.batches] for i in range(2)]
+
+
+@pytest.mark.sb3
+@pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 not installed")
+@pytest.mark.parametrize("backend", ["DummyVecEnv", "SubprocVecEnv"])
+def test_video_recorder_reads_the_envs_metadata_from_sb3_backends(backend: str, tmp_path: Any) -> None:
+    """Over SB3's own vector envs, vecenv's VecVideoRecorder takes the envs' metadata (their ``render_fps``) as
+    SB3's recorder does: SB3's ``SubprocVecEnv.metadata`` lists only the render modes."""
+    from stable_baselines3.common import vec_env as sb3_vec_env
+
+    import vecenv
+    from tests.envs_faults import FaultInjectEnv
+
+    base = getattr(sb3_vec_env, backend)([FaultInjectEnv, FaultInjectEnv])
+    recorder = vecenv.VecVideoRecorder(base, str(tmp_path), lambda step: False, video_length=3)
+    try:
+        assert FaultInjectEnv.metadata["render_fps"] == 4
+        assert recorder.frames_per_sec == 4 and base.metadata == FaultInjectEnv.metadata
+    finally:
+        recorder.close()

@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 import vecenv
+import vecenv.gymnasium
+from tests.envs import CapturedListEnv
 from tests.envs_perf import InfoEnv, PidEnv, assert_same
 from tests.reference import ReferenceVecEnv
 from vecenv.vec_env import default_n_workers, split_groups
@@ -277,3 +279,33 @@ def test_default_infos_are_exactly_sb3_default():
             previous = infos
     finally:
         venv.close()
+
+
+@pytest.mark.parametrize(
+    "start_method",
+    [
+        pytest.param(m, marks=pytest.mark.skipif(m not in mp.get_all_start_methods(), reason=f"no {m}"))
+        for m in ("forkserver", "spawn")
+    ],
+)
+@pytest.mark.parametrize("api", ["sb3", "gymnasium"])
+def test_envs_of_one_worker_get_their_own_copy_of_what_factories_captured(start_method: str, api: str) -> None:
+    """Three factories close over one list, and one worker builds all three envs: as with one process per env
+    (SB3's SubprocVecEnv, Gymnasium's AsyncVectorEnv), each env appends to its own copy, so after two steps each
+    sees 2 items, not 6. (In-process backends share the list, as SB3's DummyVecEnv does.)"""
+    captured: list[int] = []
+    fns = [functools.partial(CapturedListEnv, captured) for _ in range(3)]
+    if api == "sb3":
+        venv: Any = vecenv.SubprocVecEnv(fns, n_workers=1, start_method=start_method)
+    else:
+        venv = vecenv.gymnasium.AsyncVectorEnv(fns, n_workers=1, context=start_method)
+    try:
+        venv.reset()
+        venv.step(np.zeros(3, dtype=np.int64))
+        assert venv.step(np.zeros(3, dtype=np.int64))[0].ravel().tolist() == [2, 2, 2]
+    finally:
+        venv.close()
+    dummy = vecenv.DummyVecEnv(fns)
+    dummy.reset()
+    dummy.step(np.zeros(3, dtype=np.int64))
+    assert dummy.step(np.zeros(3, dtype=np.int64))[0].ravel().tolist() == [4, 5, 6] and len(captured) == 6

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from copy import deepcopy
 from typing import Any, Union
 
@@ -102,6 +102,10 @@ class VecEnv(ABC):
     :param action_space: the action space of ONE sub-environment.
     """
 
+    #: whether the envs may have different ``render_mode`` s, the vector env then taking env 0's (Gymnasium's
+    #: vector envs; CleanRL renders env 0 alone to record its videos); False: they must agree (SB3's rule)
+    mixed_render_modes = False
+
     def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         self.num_envs = num_envs
         self.observation_space = observation_space
@@ -120,9 +124,10 @@ class VecEnv(ABC):
                 stacklevel=2,
             )
             render_modes = [None for _ in range(num_envs)]
-        assert all(render_mode == render_modes[0] for render_mode in render_modes), (
-            "render_mode mode should be the same for all environments"
-        )
+        if not self.mixed_render_modes:
+            assert all(render_mode == render_modes[0] for render_mode in render_modes), (
+                "render_mode mode should be the same for all environments"
+            )
         self.render_mode: str | None = render_modes[0]
 
         modes: list[str] = []
@@ -375,6 +380,31 @@ class VecEnv(ABC):
                 raise IndexError(f"env index {index} is out of range for a vector env with num_envs={n}")
             normalized.append(int(index) % n)
         return normalized
+
+
+class EnvFactories:
+    """A group's env factories, each pickled on its own with cloudpickle (keeping file names, as
+    :class:`CloudpickleWrapper`), so that every env built from them in another process gets its own copy of what
+    its factory captured, as with one process per env (SB3's ``SubprocVecEnv``, Gymnasium's
+    ``AsyncVectorEnv``): a list, a dict or a random generator closed over by several factories is not shared
+    by their envs. Unpickled, :attr:`var` is the list of factories. (Where nothing is pickled, under the fork
+    start method, the envs of one worker share such objects, as the envs of ``DummyVecEnv`` do.)
+
+    :param env_fns: the factories.
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], Any]]) -> None:
+        self.var = list(env_fns)
+
+    def __getstate__(self) -> Any:
+        pickled: dict[int, bytes] = {}  # one pickle per distinct factory object (``[make_env] * n``), loaded n times
+        for env_fn in self.var:
+            if id(env_fn) not in pickled:
+                pickled[id(env_fn)] = dumps_keeping_file_names(env_fn)
+        return [pickled[id(env_fn)] for env_fn in self.var]
+
+    def __setstate__(self, pickled: list[bytes]) -> None:
+        self.var = [cloudpickle.loads(data) for data in pickled]
 
 
 class CloudpickleWrapper:

@@ -45,6 +45,7 @@ class GymSubprocVecEnv(SubprocVecEnv):
     rewards_dtype = np.float64
     nested_spaces = True
     gymnasium_resets = True
+    mixed_render_modes = True
 
 
 # --- the constructor's steps ----------------------------------------------------------------------------

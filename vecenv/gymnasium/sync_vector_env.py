@@ -33,6 +33,7 @@ class GymDummyVecEnv(DummyVecEnv):
     rewards_dtype = np.float64
     nested_spaces = True
     gymnasium_resets = True
+    mixed_render_modes = True
 
 
 # Gymnasium's VectorEnv is listed as a direct base (it is VecenvVectorEnv's base too, so the MRO is unchanged):

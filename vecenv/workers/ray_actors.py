@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
-from vecenv.base import CloudpickleWrapper
+from vecenv.base import EnvFactories
 from vecenv.errors import WorkerDiedError
 from vecenv.interrupts import GUARD
 from vecenv.optional import import_optional
@@ -78,7 +78,7 @@ class GroupActor:
     :param autoreset_mode: the group's autoreset mode (its value).
     """
 
-    def __init__(self, env_fns: CloudpickleWrapper, env_indices: list[int], autoreset_mode: str) -> None:
+    def __init__(self, env_fns: EnvFactories, env_indices: list[int], autoreset_mode: str) -> None:
         self._env_fns, self._env_indices, self._autoreset_mode = env_fns, env_indices, autoreset_mode
         self._server: GroupServer | None = None
 
@@ -147,7 +147,7 @@ class RayWorker(MessageWorker):
         self._ray = import_ray()
         #: seconds to wait for Ray itself: to register an actor, and for the actor to start (None: forever)
         self.connect_timeout = connect_timeout
-        self._env_fns = CloudpickleWrapper(list(env_fns))
+        self._env_fns = EnvFactories(env_fns)
         self._actor_options = dict(actor_options or {})
         self._name = name or f"vecenv-{os.getpid()}-{id(self):x}"
         self._generation = 0

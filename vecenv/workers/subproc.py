@@ -41,7 +41,7 @@ import cloudpickle
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
-from vecenv.base import CloudpickleWrapper
+from vecenv.base import EnvFactories
 from vecenv.errors import WorkerDiedError
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
@@ -145,7 +145,7 @@ class SubprocWorker(MessageWorker):
     ) -> None:
         super().__init__(env_indices, autoreset_mode)
         self._ctx = ctx
-        self._env_fns = CloudpickleWrapper(list(env_fns))
+        self._env_fns = EnvFactories(env_fns)
         #: kept for :meth:`restart`: the shared block (fd stays open until shutdown) and its arguments
         self._shared: tuple[SharedBatch, SharedFd, bool] | None = None
         #: how this side waits for STEP replies (None: it blocks; see :meth:`use_spinner`), and how the worker

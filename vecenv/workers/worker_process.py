@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecenv.actions import split_actions
-from vecenv.base import CloudpickleWrapper
+from vecenv.base import EnvFactories
 from vecenv.protocol import Command
 from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import batch_copy, batch_slice
@@ -171,7 +171,7 @@ class WorkerLoop(GroupServer):
 def worker_main(
     conns: tuple[Connection, Connection, Connection],
     parent_conns: tuple[Connection, ...],
-    env_fns: CloudpickleWrapper,
+    env_fns: EnvFactories,
     env_indices: list[int],
     autoreset_mode: str = AutoresetMode.SAME_STEP.value,
     enable_gc: bool = False,

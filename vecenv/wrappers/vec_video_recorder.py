@@ -26,6 +26,18 @@ FOURCC = "mp4v"
 DEFAULT_FPS = 30
 
 
+def _envs_hold_metadata(base: Any) -> bool:
+    """Whether the metadata of the base vector env ``base`` is its envs' (asked from env 0, as SB3 does for its
+    ``DummyVecEnv`` and ``SubprocVecEnv``): vecenv's own backends, and SB3's two, whose ``metadata`` attribute
+    (``SubprocVecEnv``'s) lists only the render modes."""
+    if isinstance(base, WorkerVecEnv):
+        return True
+    return any(
+        cls.__module__.startswith("stable_baselines3.") and cls.__name__ in ("DummyVecEnv", "SubprocVecEnv")
+        for cls in type(base).__mro__
+    )
+
+
 class FrameError(ValueError):
     """A rendered frame that cannot be written to the current video."""
 
@@ -172,7 +184,7 @@ class VecVideoRecorder(VecEnvWrapper):
         #: the wrapped venv (SB3 attribute)
         self.env = venv
         base = venv.unwrapped
-        metadata = base.get_attr("metadata", indices=0)[0] if isinstance(base, WorkerVecEnv) else base.metadata
+        metadata = base.get_attr("metadata", indices=0)[0] if _envs_hold_metadata(base) else base.metadata
         self.env.metadata = metadata
         #: frames per second of the videos
         self.frames_per_sec: float = metadata.get("render_fps") or DEFAULT_FPS
