@@ -348,3 +348,41 @@ class AttributeEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         return 0, 0.0, False, False, {}
+
+
+class ReusedObjectsEnv(gym.Env):
+    """Returns the same objects at every call, changed in place: a ``Sequence`` observation holding one array
+    (full of ``t``), and ``config`` / ``self.config`` as set; observation space ``Sequence(Box((2,)))``."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Sequence(spaces.Box(0, 1e6, (2,), np.float32))
+        self.action_space = spaces.Discrete(2)
+        self.row = np.zeros(2, np.float32)
+        self.config: dict[str, Any] = {"level": 0}
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        self.row[:] = 0
+        return (self.row,), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        self.t += 1
+        self.row[:] = self.t
+        return (self.row,), 0.0, False, False, {}
+
+
+class ReservedKeysResetEnv(gym.Env):
+    """Episodes of one step; the reset info uses the names vecenv keeps for itself: ``{"TimeLimit.truncated": 7,
+    "terminal_observation": 3, "k": 1}``."""
+
+    observation_space = spaces.Discrete(5)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        return 0, {"TimeLimit.truncated": 7, "terminal_observation": 3, "k": 1}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        return 1, 1.0, True, False, {}

@@ -39,6 +39,8 @@ from tests.envs_gym import (
     OptionsEnv,
     ParityEnv,
     RaisingEnv,
+    ReservedKeysResetEnv,
+    ReusedObjectsEnv,
     SlowEnv,
 )
 from vecenv import DummyVecEnv, SubprocVecEnv
@@ -1044,3 +1046,60 @@ def test_envs_with_different_render_modes_take_env_0s(backend: str) -> None:
         theirs.close()
     with pytest.raises(AssertionError, match="render_mode mode should be the same"):
         DummyVecEnv(fns)  # SB3's rule stays for SB3's classes
+
+
+@pytest.mark.parametrize("copy_flag", [True, False])
+def test_async_parent_envs_hand_out_copies_as_pickled_envs_do(copy_flag: bool) -> None:
+    """Gymnasium's AsyncVectorEnv pickles everything between the envs and the caller; with ``parent_envs`` the
+    envs this process steps hand out copies too: an observation the env changes in place later, what
+    ``get_attr`` returns and what ``set_attr`` gave stay the caller's."""
+    envs = vg.AsyncVectorEnv([ReusedObjectsEnv] * 2, n_workers=1, parent_envs=1, shared_memory=False, copy=copy_flag)
+    try:
+        envs.reset(seed=0)
+        first = envs.step(np.zeros(2, dtype=np.int64))[0]
+        envs.step(np.zeros(2, dtype=np.int64))
+        assert [row[0].tolist() for row in first] == [[1.0, 1.0], [1.0, 1.0]]
+        config = {"level": 1}
+        envs.set_attr("config", config)
+        config["level"] = 99
+        got = envs.get_attr("config")
+        assert got == ({"level": 1}, {"level": 1})
+        got[0]["level"] = 7
+        assert envs.get_attr("config") == ({"level": 1}, {"level": 1})
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("backend", ["sync", "async"])
+def test_next_step_autoreset_returns_the_reset_info_as_the_env_gave_it(backend: str) -> None:
+    """In NEXT_STEP mode the step that resets an env returns its reset info, keys vecenv uses internally
+    (``TimeLimit.truncated``, ``terminal_observation``) included, as Gymnasium's classes and vecenv's reset()."""
+    fns = [ReservedKeysResetEnv] * 2
+    ours = vg.SyncVectorEnv(fns) if backend == "sync" else vg.AsyncVectorEnv(fns, n_workers=1)
+    theirs = gym.vector.SyncVectorEnv(fns)
+    try:
+        for envs in (ours, theirs):
+            envs.reset(seed=0)
+            envs.step(np.zeros(2, dtype=np.int64))
+        ours_infos = ours.step(np.zeros(2, dtype=np.int64))[4]
+        theirs_infos = theirs.step(np.zeros(2, dtype=np.int64))[4]
+        assert (
+            sorted(ours_infos)
+            == sorted(theirs_infos)
+            == sorted(
+                [
+                    "TimeLimit.truncated",
+                    "_TimeLimit.truncated",
+                    "terminal_observation",
+                    "_terminal_observation",
+                    "k",
+                    "_k",
+                ]
+            )
+        )
+        for key in theirs_infos:
+            np.testing.assert_array_equal(ours_infos[key], theirs_infos[key])
+        assert ours.step(np.zeros(2, dtype=np.int64))[4] == {}  # the episode's one step: nothing to report
+    finally:
+        ours.close()
+        theirs.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import multiprocessing
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -147,6 +148,8 @@ class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
         if given_spaces is not None:
             fns = checked_env_fns(fns, given_spaces[1], shared_memory)
         venv = start_backend(fns, context, worker_count(n_workers, max_concurrency, parent_envs), mode, parent_envs)
+        #: the envs this process steps itself answer calls with their own objects: they get and give copies
+        self._parent_envs = parent_envs
         try:
             observation_space, single = observation_spaces(venv, given_spaces, shared_memory)
             metadata = venv.get_attr("metadata", indices=0)[0]
@@ -342,7 +345,9 @@ class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
             raise pending_call
         self._wait(timeout, "call_wait")
         with _logging_env_errors():
-            return tuple(self._venv.finish_call(pending_call))
+            results = self._venv.finish_call(pending_call)
+        # the envs this process steps (parent_envs) answer with their own objects: copies, as pickled ones are
+        return tuple(copy.deepcopy(result) if i < self._parent_envs else result for i, result in enumerate(results))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Attribute ``name`` of every env (found through its wrappers), read once per env; a method is called:
@@ -368,6 +373,8 @@ class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
         values = values_per_env(values, self.num_envs)
         self._check_default("set_attr")
         venv = self._venv
+        # the envs this process steps (parent_envs) get copies, as the others get pickled ones
+        values = [copy.deepcopy(value) if i < self._parent_envs else value for i, value in enumerate(values)]
         with _logging_env_errors():
             if all(value is values[0] for value in values):
                 venv.env_method("set_wrapper_attr", name, values[0])

@@ -156,12 +156,14 @@ def vector_step_infos(
     reset_infos: Sequence[dict[str, Any]],
     missing_final_obs: Callable[[int, Mapping[str, Any]], Exception],
     final_info_first: bool = False,
+    reset_steps: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Gymnasium's step infos (dict of arrays with ``_key`` masks) from vecenv's per-env step infos.
 
     vecenv's own keys (:data:`VECENV_INFO_KEYS`) are left out. An env that reset within the step
     (``SAME_STEP``) gets ``final_obs`` (its ``terminal_observation``) and ``final_info`` (its step info), and
-    its reset info at the top level.
+    its reset info at the top level. An env whose step was its reset (``NEXT_STEP``) gets its reset info as the
+    env returned it, those keys included.
 
     :param add_info: the vector env's ``_add_info``.
     :param step_infos: one step info per env.
@@ -172,9 +174,14 @@ def vector_step_infos(
     :param final_info_first: give ``final_info``, ``final_obs`` and the reset info in one ``add_info`` call, in
         that key order (as Gymnasium's AsyncVectorEnv worker); otherwise ``final_obs``, ``final_info``, then the
         reset info.
+    :param reset_steps: bool ``(num_envs,)``: the envs whose step was their reset (``NEXT_STEP``); None: none.
     """
     infos: dict[str, Any] = {}
     for i, info in enumerate(step_infos):
+        if reset_steps is not None and reset_steps[i]:
+            if reset_infos[i]:
+                infos = add_info(infos, reset_infos[i], i)
+            continue
         reset_now = reset_in_step is not None and bool(reset_in_step[i])
         if not reset_now and len(info) == 1 and "TimeLimit.truncated" in info:
             continue  # the common case: the env's info was empty and the env did not reset

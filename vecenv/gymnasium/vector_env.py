@@ -77,10 +77,16 @@ class VecenvVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.single_observation_space = single_observation_space
         self.observation_space = observation_space
+        # values of in-process envs are the envs' own objects: deep copies where the caller may keep them (a
+        # SyncVectorEnv with copy=True), and always for the envs an AsyncVectorEnv steps in this process
+        # (parent_envs), as the others' travel pickled
+        in_process = copy and isinstance(venv, DummyVecEnv)
         self._convert_obs = fresh_batch_to_gymnasium(
-            venv.observation_space, deep=copy and isinstance(venv, DummyVecEnv)
+            venv.observation_space, deep=in_process or getattr(venv, "parent_envs", 0) > 0
         )
         self._actions_as_is = isinstance(self.single_action_space, ARRAY_SPACES)
+        #: the envs whose episode ended at the last step: in NEXT_STEP mode the next step resets them
+        self._ended = np.zeros(self.num_envs, dtype=np.bool_)
 
     def step_stats(self, reset: bool = False) -> StepStats:
         """Where the time went (vecenv's :meth:`~vecenv.VecEnv.step_stats`; not part of Gymnasium's API): the
@@ -153,6 +159,7 @@ class VecenvVectorEnv(VectorEnv):
 
     def _reset_return(self, env_ids: list[int] | None) -> tuple[Any, dict[str, Any]]:
         venv = self._venv
+        self._ended[slice(None) if env_ids is None else env_ids] = False
         infos = vector_reset_infos(self._add_info, venv.reset_infos, env_ids)
         return self._convert_obs(venv.current_obs()), infos
 
@@ -166,14 +173,17 @@ class VecenvVectorEnv(VectorEnv):
         self, obs: Any, rewards: np.ndarray, dones: np.ndarray, step_infos: list[dict[str, Any]]
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         venv = self._venv
+        mode = self.autoreset_mode
         infos = vector_step_infos(
             self._add_info,
             step_infos,
-            dones if self.autoreset_mode is AutoresetMode.SAME_STEP else None,
+            dones if mode is AutoresetMode.SAME_STEP else None,
             venv.reset_infos,
             _missing_final_obs,
             final_info_first=self._final_info_first,
+            reset_steps=self._ended if mode is AutoresetMode.NEXT_STEP and self._ended.any() else None,
         )
+        self._ended = np.array(dones, dtype=np.bool_)
         return self._convert_obs(obs), rewards, venv.terminations, venv.truncations, infos
 
     # --- seeds / options of the next reset (vecenv's) -------------------------------------------------
