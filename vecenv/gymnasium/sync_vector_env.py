@@ -110,7 +110,6 @@ class SyncVectorEnv(VecenvVectorEnv, VectorEnv):
             with contextlib.suppress(Exception):
                 venv.close()
             raise
-        self._autoreset_envs = np.zeros((self.num_envs,), dtype=np.bool_)
 
     @property
     def envs(self) -> list[gym.Env]:
@@ -144,10 +143,6 @@ class SyncVectorEnv(VecenvVectorEnv, VectorEnv):
             self._venv.reset_envs(env_ids)
         finally:
             self._clear_reset_args()
-        if env_ids is None:
-            self._autoreset_envs[:] = False
-        else:
-            self._autoreset_envs[env_ids] = False
         return self._reset_return(env_ids)
 
     @guarded(raise_at_end=False)
@@ -175,7 +170,6 @@ class SyncVectorEnv(VecenvVectorEnv, VectorEnv):
         venv = self._venv
         venv.step_async(venv_actions)
         obs, rewards, dones, step_infos = venv.step_wait()
-        self._autoreset_envs = dones
         return self._step_return(obs, rewards, dones, step_infos)
 
     def render(self) -> tuple[Any, ...]:

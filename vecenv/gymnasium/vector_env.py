@@ -85,8 +85,9 @@ class VecenvVectorEnv(VectorEnv):
             venv.observation_space, deep=in_process or getattr(venv, "parent_envs", 0) > 0
         )
         self._actions_as_is = isinstance(self.single_action_space, ARRAY_SPACES)
-        #: the envs whose episode ended at the last step: in NEXT_STEP mode the next step resets them
-        self._ended = np.zeros(self.num_envs, dtype=np.bool_)
+        #: the envs whose episode ended at the last step and were not reset since (Gymnasium's name): in NEXT_STEP
+        #: mode the next step resets them; in DISABLED mode (SyncVectorEnv) they must be reset before a step
+        self._autoreset_envs = np.zeros(self.num_envs, dtype=np.bool_)
 
     def step_stats(self, reset: bool = False) -> StepStats:
         """Where the time went (vecenv's :meth:`~vecenv.VecEnv.step_stats`; not part of Gymnasium's API): the
@@ -159,7 +160,7 @@ class VecenvVectorEnv(VectorEnv):
 
     def _reset_return(self, env_ids: list[int] | None) -> tuple[Any, dict[str, Any]]:
         venv = self._venv
-        self._ended[slice(None) if env_ids is None else env_ids] = False
+        self._autoreset_envs[slice(None) if env_ids is None else env_ids] = False
         infos = vector_reset_infos(self._add_info, venv.reset_infos, env_ids)
         return self._convert_obs(venv.current_obs()), infos
 
@@ -181,9 +182,11 @@ class VecenvVectorEnv(VectorEnv):
             venv.reset_infos,
             _missing_final_obs,
             final_info_first=self._final_info_first,
-            reset_steps=self._ended if mode is AutoresetMode.NEXT_STEP and self._ended.any() else None,
+            reset_steps=self._autoreset_envs
+            if mode is AutoresetMode.NEXT_STEP and self._autoreset_envs.any()
+            else None,
         )
-        self._ended = np.array(dones, dtype=np.bool_)
+        self._autoreset_envs = np.array(dones, dtype=np.bool_)
         return self._convert_obs(obs), rewards, venv.terminations, venv.truncations, infos
 
     # --- seeds / options of the next reset (vecenv's) -------------------------------------------------
