@@ -424,3 +424,20 @@ class CompositeObsEnv(LooseObsEnv):
         if self.obs_type == "ordered_dict":
             return OrderedDict([("count", count), ("pos", pos)])
         return {"count": count, "pos": pos}
+
+
+class OwnTerminalKeyEnv(gym.Env):
+    """Episodes of 2 steps; observation ``[t, t]``; every step's info holds a key ``"terminal_observation"`` of its
+    own (the string ``"env's own"``), which SB3's rule overwrites with the last observation at an episode end."""
+
+    observation_space = spaces.Box(-10, 10, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.full(2, self.t, np.float32), 1.0, self.t == 2, False, {"terminal_observation": "env's own"}

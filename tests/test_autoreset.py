@@ -138,3 +138,40 @@ def test_seed_list_and_reset(backend, venvs):
     venv.seed(3)
     venv.reset()
     assert venv.get_attr("last_seed") == [3, 4, 5]
+
+
+def _reset_seeds_and_options(venv: vecenv.VecEnv) -> list[tuple[int | None, dict | None]]:
+    return [(info["seed"], info["options"]) for info in venv.reset_infos]
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["dummy", "subproc-w1", "subproc-w2", "subproc-parent"],
+)
+@pytest.mark.parametrize("between", ["step", "send"])
+def test_seed_and_set_options_replace_what_was_handed_to_the_envs(layout: str, between: str, venvs) -> None:
+    """SB3's rule: seed() / set_options() replace what an earlier call set, a None seed and None options
+    included, also once a step or a partial batch handed the earlier values to the envs (still unused: no
+    episode ended). Every layout gives the same resets: before, values the workers held could not be cleared."""
+    fns = counter_fns(2, episode_len=50)
+    kwargs = {"subproc-w1": {"n_workers": 1}, "subproc-w2": {"n_workers": 2}, "subproc-parent": {"parent_envs": 1}}
+    venv = vecenv.DummyVecEnv(fns) if layout == "dummy" else vecenv.SubprocVecEnv(fns, **kwargs[layout])
+    venvs.append(venv)
+    venv.reset()
+    venv.set_options({"start_t": 1})
+    venv.seed([5, None])
+    if between == "step":
+        venv.step(np.zeros(2, dtype=np.int64))
+    else:
+        venv.send(np.zeros(1, dtype=np.int64), [1])
+        venv.recv()
+    venv.set_options(None)
+    venv.seed([None, 9])
+    venv.reset()
+    assert _reset_seeds_and_options(venv) == [(None, None), (9, None)]
+    # options handed over and not replaced stay for the next reset, as SB3 keeps them until reset()
+    venv.set_options({"start_t": 3})
+    venv.step(np.zeros(2, dtype=np.int64))
+    venv.seed([7, 8])
+    venv.reset()
+    assert _reset_seeds_and_options(venv) == [(7, {"start_t": 3}), (8, {"start_t": 3})]

@@ -17,7 +17,7 @@ import pytest
 
 import vecenv
 import vecenv.gymnasium
-from tests.envs import CapturedListEnv
+from tests.envs import CapturedListEnv, OwnTerminalKeyEnv
 from tests.envs_perf import InfoEnv, PidEnv, assert_same
 from tests.reference import ReferenceVecEnv
 from vecenv.vec_env import default_n_workers, split_groups
@@ -309,3 +309,24 @@ def test_envs_of_one_worker_get_their_own_copy_of_what_factories_captured(start_
     dummy.reset()
     dummy.step(np.zeros(3, dtype=np.int64))
     assert dummy.step(np.zeros(3, dtype=np.int64))[0].ravel().tolist() == [4, 5, 6] and len(captured) == 6
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"n_workers": 1}, {"shared_memory": False}, {"n_workers": 1, "parent_envs": 1}, {"obs_slots": 0}],
+    ids=["default", "one-worker", "pickled", "parent-envs", "no-slots"],
+)
+def test_terminal_observation_overwrites_the_envs_own_key(kwargs: dict[str, Any]) -> None:
+    """SB3's rule (DummyVecEnv sets ``infos[i]["terminal_observation"] = obs``): at an episode end the last
+    observation replaces a key of that name the env put in its info, whichever way the observation travels."""
+    venv = vecenv.SubprocVecEnv([OwnTerminalKeyEnv, OwnTerminalKeyEnv], **kwargs)
+    try:
+        venv.reset()
+        _, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+        assert not dones.any() and [info["terminal_observation"] for info in infos] == ["env's own"] * 2
+        _, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+        assert dones.all()
+        for info in infos:
+            np.testing.assert_array_equal(info["terminal_observation"], np.full(2, 2.0, np.float32))
+    finally:
+        venv.close()

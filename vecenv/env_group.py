@@ -395,6 +395,8 @@ class EnvGroup(SubEnvRequests):
                 if not rich:
                     rich = True
                     self.rich_infos.append(position)
+            elif "terminal_observation" in info:  # the env's own key: the parent puts the row there instead
+                del info["terminal_observation"]
             try:
                 obs, self.reset_infos[j] = self._reset_one(j, None, None)
             except BaseException:
@@ -539,15 +541,17 @@ class EnvGroup(SubEnvRequests):
             self.busy_seconds += perf_counter() - started
         return list(self.reset_infos)
 
-    def set_next_reset(self, payload: tuple[Sequence[int | None], Sequence[dict[str, Any] | None]]) -> None:
-        """``(seeds, options)``, one entry per env of the group: store each non-None seed / non-empty options
-        for that env's next reset, whether the caller or an autoreset triggers it."""
-        seeds, options = payload
+    def set_next_reset(self, payload: tuple[Any, ...]) -> None:
+        """``(seeds, options[, replace_seeds, replace_options])``, one entry per env of the group: store each
+        non-None seed / non-empty options for that env's next reset, whether the caller or an autoreset triggers
+        it; for a kind to replace, store every entry, so that None / empty options clear what was stored."""
+        seeds, options = payload[0], payload[1]
+        replace_seeds, replace_options = payload[2:4] if len(payload) > 2 else (False, False)
         for j, (seed, env_options) in enumerate(zip(seeds, options, strict=True)):
-            if seed is not None:
+            if seed is not None or replace_seeds:
                 self.next_reset_seeds[j] = seed
-            if env_options:
-                self.next_reset_options[j] = env_options
+            if env_options or replace_options:
+                self.next_reset_options[j] = env_options or None
 
     def close(self, payload: Any = None) -> None:
         """Close every env; the first error is raised after all envs had their turn."""

@@ -69,6 +69,14 @@ class EngineCore(VecEnv):
     #: are ``env.reset()`` either way, as in both libraries.
     gymnasium_resets: bool = False
 
+    @property
+    def replaces_pending(self) -> bool:
+        """Whether :meth:`seed` / :meth:`set_options` replace what an earlier call set, also where it was already
+        handed to the workers and not used yet (a None seed or empty options clear it): SB3's rule, for the
+        SB3-style classes. vecenv.gymnasium's keep an earlier value where the new one is None
+        (:attr:`gymnasium_resets` is set there and by :func:`vecenv.adapters.to_gymnasium`)."""
+        return not self.gymnasium_resets
+
     def __init__(
         self,
         workers: Sequence[Worker],
@@ -81,6 +89,12 @@ class EngineCore(VecEnv):
         self._workers = list(workers)
         self.autoreset_mode: AutoresetMode = getattr(self._workers[0], "autoreset_mode", AutoresetMode.SAME_STEP)
         self._seeds_or_options_staged = False
+        #: the workers handed seeds / options for their envs' next resets (they may hold some not used yet), and,
+        #: per kind, those whose pending values a later seed() / set_options() replaced: the next hand-over
+        #: replaces them there too, None and {} included (see replaces_pending)
+        self._handed: set[int] = set()
+        self._seeds_replaced: set[int] = set()
+        self._options_replaced: set[int] = set()
         #: opt-in restarts of dead / timed-out workers (SubprocVecEnv's max_restarts) and how many happened
         self.max_restarts = 0
         self.restarts = 0
@@ -335,12 +349,16 @@ class EngineCore(VecEnv):
         """
         seeds = super().seed(seed)
         self._seeds_or_options_staged = True
+        if self.replaces_pending:
+            self._seeds_replaced |= self._handed
         return seeds
 
     def set_options(self, options: list[dict] | dict | None = None) -> None:
         """Set the ``options`` of each env's NEXT reset (caller's or autoreset; see :meth:`seed`)."""
         super().set_options(options)
         self._seeds_or_options_staged = True
+        if self.replaces_pending:
+            self._options_replaced |= self._handed
 
     @property
     def staged_seeds(self) -> list[int | None]:
@@ -369,7 +387,7 @@ class EngineCore(VecEnv):
         # new lists: seed() returned the old one to its caller
         self._seeds = [*self._seeds[:start], *([None] * (stop - start)), *self._seeds[stop:]]
         self._options = [*self._options[:start], *({} for _ in range(stop - start)), *self._options[stop:]]
-        self._seeds_or_options_staged = self._any_staged()
+        self._seeds_or_options_staged = self._any_staged() or bool(self._seeds_replaced or self._options_replaced)
         return seeds, options
 
     def _check_seeds_and_options(self) -> None:

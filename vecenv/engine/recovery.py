@@ -147,6 +147,8 @@ class Recovery(EngineCore):
         if seeds is None and options is None:
             seeds, options = self._take_staged(start, stop)
         self._prepare_obs_write(keep_rows=True)  # (the caller may hold the current observations)
+        for handed in (self._handed, self._seeds_replaced, self._options_replaced):
+            handed.discard(w)  # (what the dead process held is lost with it)
         try:
             reset_infos = worker.restart(seeds, options)
         except Exception as exc:
@@ -234,10 +236,11 @@ class Recovery(EngineCore):
         for w in range(len(workers)) if targets is None else targets:
             start, stop = slices[w]
             seeds, options = self._seeds[start:stop], self._options[start:stop]
-            if all(seed is None for seed in seeds) and not any(options):
+            replace = (w in self._seeds_replaced, w in self._options_replaced)
+            if all(seed is None for seed in seeds) and not any(options) and not any(replace):
                 continue
             try:
-                workers[w].send(Command.SET_NEXT_RESET, (seeds, options))
+                workers[w].send(Command.SET_NEXT_RESET, (seeds, options, *replace))
             except WorkerDiedError as exc:
                 if not self._may_restart():
                     raise
@@ -253,6 +256,9 @@ class Recovery(EngineCore):
                     raise
                 self._restart_and_hold(w, error)
                 return
+            self._handed.add(w)
+            self._seeds_replaced.discard(w)
+            self._options_replaced.discard(w)
             self._take_staged(*slices[w])
 
         call_all(collect, sent, [workers[w] for w in sent])
