@@ -653,3 +653,46 @@ def test_from_gymnasium_through_gymnasium_vector_wrappers():
             reset_info = venv.unwrapped.reset_infos[i]
             assert reset_info["episode"]["l"] == 2 + i and reset_info["episode"]["r"] == (2 + i) * (1 + i)
     venv.close()
+
+
+def test_from_gymnasium_options_holding_arrays() -> None:
+    """Equal options that hold arrays go to the Gymnasium vector env as its one options dict; options whose
+    arrays differ are refused with the adapter's own message (NumPy's "truth value ... is ambiguous" before)."""
+    vector_env = SyncVectorEnv([functools.partial(CounterEnv, offset=i) for i in range(2)])
+    venv = from_gymnasium(vector_env)
+    try:
+        venv.set_options([{"start_t": 2, "init": np.array([1.0, 2.0])}, {"start_t": 2, "init": np.array([1.0, 2.0])}])
+        obs = venv.reset()
+        assert obs[:, 2].tolist() == [2, 2]
+        for env in vector_env.envs:
+            np.testing.assert_array_equal(env.last_options["init"], [1.0, 2.0])
+        venv.set_options([{"init": np.array([1.0, 2.0])}, {"init": np.array([1.0, 3.0])}])
+        with pytest.raises(ValueError, match="ONE options dict"):
+            venv.reset()
+    finally:
+        venv.close()
+
+
+def test_to_gymnasium_seeds_an_agent_vec_env_by_its_envs() -> None:
+    """An AgentVecEnv's rows are its PettingZoo envs' agents: reset(seed=s) goes through its seed(s), which gives
+    env e (all its rows) the seed s + e, as the adapter's docs say; the observations are those of that seeding."""
+    pytest.importorskip("pettingzoo")
+    from tests.envs_pettingzoo import ScriptedAgentsEnv
+    from vecenv.pettingzoo import make_vec_env as make_agent_vec_env
+
+    adapted = to_gymnasium(make_agent_vec_env(ScriptedAgentsEnv, 2))
+    reference = make_agent_vec_env(ScriptedAgentsEnv, 2)
+    try:
+        reference.seed(7)
+        expected = reference.reset()
+        reference.seed(8)
+        assert not np.array_equal(reference.reset(), expected)  # (the seed shows in the observations)
+        obs, _ = adapted.reset(seed=7)
+        np.testing.assert_array_equal(obs, expected)
+        obs, _ = adapted.reset(seed=[7 + i for i in range(adapted.num_envs)])  # consecutive: seed(7)
+        np.testing.assert_array_equal(obs, expected)
+        with pytest.raises(ValueError, match="one seed \\(or None\\) per env: expected 2"):
+            adapted.reset(seed=[1] * adapted.num_envs)
+    finally:
+        adapted.close()
+        reference.close()

@@ -29,6 +29,26 @@ from vecenv.spaces import batch_assign, batch_slice
 __all__ = ["GymnasiumToVecEnv", "from_gymnasium"]
 
 
+def _same_options(a: Any, b: Any) -> bool:
+    """Whether two envs' reset options hold the same values: dicts, lists and tuples compared item by item,
+    arrays by dtype, shape and values (NaN equal to NaN), anything else with ``==``."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape):
+            return False
+        try:
+            return bool(np.array_equal(a, b, equal_nan=True))
+        except TypeError:  # (no NaN in non-numeric arrays)
+            return bool(np.array_equal(a, b))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same_options(a[key], b[key]) for key in a)
+    if isinstance(a, (list, tuple)) and type(a) is type(b):
+        return len(a) == len(b) and all(_same_options(x, y) for x, y in zip(a, b, strict=True))
+    try:
+        return bool(a == b)
+    except Exception:  # (a value whose == is not a truth value)
+        return a is b
+
+
 def _obs_row_copy(batch: Any, index: int) -> Any:
     """A copy of row ``index`` of a vecenv batch (the observation of one env)."""
     if isinstance(batch, dict):
@@ -218,7 +238,7 @@ class GymnasiumToVecEnv(VecEnv):
             kwargs["seed"] = list(self._seeds)
         if any(self._options):
             first = self._options[0]
-            if any(options != first for options in self._options[1:]):
+            if not all(_same_options(options, first) for options in self._options[1:]):
                 raise ValueError(
                     "set_options(options): a Gymnasium vector env passes ONE options dict to every env's reset, got "
                     f"different options per env: {self._options!r}"

@@ -121,9 +121,16 @@ class VecEnvToGymnasium(VectorEnv):
         raise TypeError(f"reset(seed=...) must be None, an int or a list of ints / None per env, got {seed!r}")
 
     def _apply_seeds(self, seeds: list[int | None]) -> None:
+        """Seeds ``[s, s + 1, ...]`` go through ``venv.seed(s)`` (so a vector env whose rows are not its envs, such
+        as :class:`~vecenv.pettingzoo.AgentVecEnv`, seeds its envs by its own rule); other lists, one seed (or
+        None) per env, through ``venv.seed(seeds)``."""
         if all(s is None for s in seeds):
             return
-        self.venv.seed(seeds)  # vecenv's seed() takes one seed (or None) per env
+        first = seeds[0]
+        if first is not None and seeds == [first + i for i in range(len(seeds))]:
+            self.venv.seed(first)
+        else:
+            self.venv.seed(seeds)
 
     def step_stats(self, reset: bool = False) -> StepStats:
         """The wrapped vector env's :meth:`~vecenv.VecEnv.step_stats` (not part of Gymnasium's API).
