@@ -17,6 +17,8 @@ import json
 import os
 import pathlib
 import pickle
+import subprocess
+import sys
 import warnings
 import zipfile
 from collections.abc import Callable
@@ -36,6 +38,7 @@ from vecenv.wrappers.normalize_io import NormalizationFileError
 from vecenv.wrappers.vec_normalize import VecNormalize, sync_envs_normalization, unwrap_vec_normalize
 
 DATA = pathlib.Path(__file__).parent / "data"
+ROOT = pathlib.Path(__file__).parent.parent
 SB3_EXPECTED = json.loads((DATA / "sb3_fixtures.json").read_text())["fixtures"]
 HAS_SB3 = importlib.util.find_spec("stable_baselines3") is not None
 EPS_RMS = 1e-4  # RunningMeanStd's prior weight
@@ -686,6 +689,45 @@ def test_crash_on_first_save_leaves_nothing(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("name", ["stats.npz", "vecnormalize.pkl"])
+def test_save_through_a_symbolic_link_writes_the_file_it_points_to(name, tmp_path):
+    """As ``open(path, "wb")`` (SB3's save): the link stays, the file it points to gets the new statistics."""
+    target_dir = tmp_path / "runs"
+    target_dir.mkdir()
+    target = target_dir / name
+    link = tmp_path / name
+    vn = trained(DummyVecEnv(box_fns(2)), n_steps=5, seed=1)
+    vn.save(target)
+    before = target.read_bytes()
+    link.symlink_to(target)
+    trained(DummyVecEnv(box_fns(2)), n_steps=9, seed=2).save(link)
+    assert link.is_symlink() and target.read_bytes() != before
+    assert sorted(os.listdir(target_dir)) == [name] and sorted(os.listdir(tmp_path)) == sorted([name, "runs"])
+
+
+def test_save_errors_name_the_given_path(tmp_path):
+    """A missing folder: the error names the file asked for (not the temporary file beside it) and why."""
+    vn = VecNormalize(DummyVecEnv(box_fns(1)))
+    missing = tmp_path / "missing" / "stats.npz"
+    with pytest.raises(FileNotFoundError, match="its folder does not exist") as info:
+        vn.save(missing)
+    assert info.value.filename == str(missing)
+    (tmp_path / "folder.npz").mkdir()
+    with pytest.raises(IsADirectoryError) as info:
+        vn.save(tmp_path / "folder.npz")
+    assert info.value.filename == str(tmp_path / "folder.npz")
+    assert sorted(os.listdir(tmp_path)) == ["folder.npz"]  # no temporary file left
+
+
+def test_save_and_load_take_bytes_paths(tmp_path):
+    """SB3's save / load take a bytes path (``open`` does); so do vecenv's, in both formats."""
+    vn = trained(DummyVecEnv(box_fns(2)), n_steps=5, seed=1)
+    for name in ("stats.npz", "vecnormalize.pkl"):
+        path = os.fsencode(tmp_path / name)
+        vn.save(path)
+        assert_rms_equal(VecNormalize.load(path, DummyVecEnv(box_fns(2))).obs_rms, vn.obs_rms)
+
+
 # --- SB3 pickles ----------------------------------------------------------------------------------------
 
 
@@ -783,6 +825,95 @@ def test_load_sb3_refuses_a_global_hidden_from_the_scan(loader, tmp_path):
     with pytest.raises(NormalizationFileError, match=r"global posix\.system"):
         getattr(VecNormalize, loader)(evil, DummyVecEnv(box_fns(1)))
     assert not marker.exists()
+
+
+class _HiddenObjectFieldDtype:
+    """Pickles as ``numpy.dtype('V8')`` whose state gives it an object field and clears the flags that say so."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (np.dtype, ("V8", False, True), (3, "|", None, ("a",), {"a": (np.dtype("f8"), 0)}, 8, 1, 0))
+
+
+class _FlaggedFloatDtype:
+    """Pickles as ``numpy.dtype('f8')`` with the flags of an object dtype set in its state."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (np.dtype, ("f8", False, True), (3, "<", None, None, None, -1, -1, 63))
+
+
+class _ArrayOf:
+    """Pickles as an array of 3 elements of ``dtype`` (any object that pickles as a dtype) from raw bytes."""
+
+    def __init__(self, dtype: Any) -> None:
+        self.dtype = dtype
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        reconstruct = np.zeros(1).__reduce__()[0]  # numpy's _reconstruct, as arrays pickle
+        return (reconstruct, (np.ndarray, (0,), b"b"), (1, (3,), self.dtype, False, b"\x41" * 24))
+
+
+class _ScalarOf:
+    """Pickles as ``numpy._core.multiarray.scalar(dtype('O'), raw bytes)``: a pointer read from the file."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (np.float64(0).__reduce__()[0], (np.dtype("O"), b"\x41" * 8))
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ["hidden-object-field", "flagged-float", "object-scalar"],
+)
+def test_load_sb3_refuses_numpy_states_that_would_read_pointers_from_the_file(payload, tmp_path):
+    """Only allowed globals, yet numpy would take bytes of the file as object pointers (a crash, or worse): the
+    dtype states, array states and scalars a VecNormalize pickle never holds are refused. Loaded in a child
+    process, so that a regression crashes that process, not the test run."""
+    evil = {
+        "hidden-object-field": lambda: _ArrayOf(_HiddenObjectFieldDtype()),
+        "flagged-float": lambda: _ArrayOf(_FlaggedFloatDtype()),
+        "object-scalar": _ScalarOf,
+    }[payload]()
+    path = tmp_path / "vecnormalize.pkl"
+    path.write_bytes(pickle.dumps([np.zeros(2), evil], protocol=4).replace(b"numpy.core", b"numpy._core"))
+    code = (
+        "import sys; from tests.test_vec_normalize import box_fns; from vecenv import DummyVecEnv, VecNormalize\n"
+        "from vecenv.wrappers.normalize_io import NormalizationFileError\n"
+        "try:\n    VecNormalize.load_sb3(sys.argv[1], DummyVecEnv(box_fns(1)))\n"
+        "except NormalizationFileError as exc:\n    print('refused:', exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused:" in done.stdout and "only plain numeric dtypes" in done.stdout, done.stdout
+
+
+def test_load_sb3_refuses_a_pickle_that_sets_a_class_attribute(tmp_path):
+    """BUILD on an allowed class (vecenv's RunningMeanStd) would set its attribute for the whole process: refused,
+    and the class is unchanged."""
+    legit = tmp_path / "legit.pkl"
+    VecNormalize(DummyVecEnv(box_fns(1))).save(legit)
+    prefix = (
+        b"\x80\x02cstable_baselines3.common.running_mean_std\nRunningMeanStd\n"
+        b"N}X\x06\x00\x00\x00updateX\x05\x00\x00\x00pwneds\x86b0"  # (None, {"update": "pwned"}), BUILD, POP
+    )
+    evil = tmp_path / "vecnormalize.pkl"
+    evil.write_bytes(prefix + legit.read_bytes()[2:])
+    update = RunningMeanStd.update
+    with pytest.raises(NormalizationFileError, match="sets the state of <class"):
+        VecNormalize.load(evil, DummyVecEnv(box_fns(1)))
+    assert RunningMeanStd.update is update
+
+
+def test_load_sb3_names_the_file_of_an_edited_space(tmp_path):
+    """A pickled Box whose attribute name was edited: NormalizationFileError naming the file, not AttributeError."""
+    path = tmp_path / "vecnormalize.pkl"
+    VecNormalize(DummyVecEnv(box_fns(1))).save(path)
+    data = path.read_bytes()
+    assert data.count(b"_shape") == 1
+    path.write_bytes(data.replace(b"_shape", b"_shapf"))
+    with pytest.raises(NormalizationFileError, match="observation_space is invalid") as info:
+        VecNormalize.load(path, DummyVecEnv(box_fns(1)))
+    assert str(path) in str(info.value)
 
 
 def test_scan_finds_the_globals_of_real_sb3_pickles():

@@ -33,15 +33,28 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     The bytes go to a temporary file in the same folder, which is flushed, fsynced and then renamed
     over ``path`` with :func:`os.replace`. If anything fails the temporary file is removed and the
     previous file at ``path`` (if any) is left untouched. The new file gets the permissions of the
-    file it replaces, or those :func:`open` would give a new file.
+    file it replaces, or those :func:`open` would give a new file. A symbolic link is written through,
+    as ``open(path, "wb")`` would: the file it points to is replaced, and the link stays.
 
-    :param path: the destination (``str`` or :class:`os.PathLike`); its folder must exist.
+    :param path: the destination (``str``, ``bytes`` or :class:`os.PathLike`); its folder must exist and be
+        writable (the temporary file is created there).
     :param data: the full file content.
-    :raises OSError: if the file cannot be written (any previous file is left unchanged).
+    :raises OSError: if the file cannot be written (any previous file is left unchanged); its ``filename`` is
+        ``path``, and its message says why where the cause is the temporary file.
     """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    given = os.fsdecode(path)
+    path = os.path.realpath(given)  # (through symbolic links, to the file they point to)
+    directory = os.path.dirname(path)
+    try:
+        fd, tmp_path = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        why = "its folder does not exist" if not os.path.isdir(directory) else "its folder is not writable"
+        raise type(exc)(
+            exc.errno,
+            f"cannot write {given!r}: {why} (the file is written to a temporary file in {directory!r}, then renamed "
+            f"over it, so that it is never left half written): {exc.strerror}",
+            given,
+        ) from exc
     try:
         with os.fdopen(fd, "wb") as file:
             _write_payload(file, data)
@@ -49,9 +62,11 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             os.fsync(file.fileno())
         os.chmod(tmp_path, _new_file_mode(path))
         os.replace(tmp_path, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp_path)
+        if isinstance(exc, OSError) and exc.filename == tmp_path:
+            raise type(exc)(exc.errno, f"cannot write {given!r}: {exc.strerror}", given) from exc
         raise
     # make the rename itself durable (not possible on every platform / file system)
     with contextlib.suppress(OSError):

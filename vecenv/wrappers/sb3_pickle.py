@@ -46,6 +46,7 @@ from vecenv.wrappers.normalize_state import (
 __all__ = [
     "SB3_RUNNING_MEAN_STD",
     "SB3_VEC_NORMALIZE",
+    "RefusedPickle",
     "RestrictedUnpickler",
     "Sb3FormatError",
     "allowed_globals",
@@ -129,13 +130,90 @@ def allowed_globals(vec_normalize_class: type) -> dict[tuple[str, str], Any]:
     return allowed
 
 
-class RestrictedUnpickler(pickle.Unpickler):
+class RefusedPickle(pickle.UnpicklingError):
+    """A pickle asked :class:`RestrictedUnpickler` for something it refuses (see there)."""
+
+
+#: the kinds of numpy dtype a VecNormalize pickle holds: bool, signed and unsigned integers, floats, complex
+_NUMERIC_KINDS = frozenset("biufc")
+
+
+def _plain_numeric(dtype: Any) -> bool:
+    """Whether ``dtype`` is a plain numeric numpy dtype: no fields, no sub-array, no flags of its own (an object
+    field hidden by a dtype's pickled state would have numpy read bytes of the file as object pointers)."""
+    return (
+        isinstance(dtype, np.dtype)
+        and dtype.kind in _NUMERIC_KINDS
+        and dtype.fields is None
+        and dtype.subdtype is None
+        and dtype.flags == np.dtype(dtype.str).flags
+    )
+
+
+def _checked_dtype_state(dtype: np.dtype, state: Any) -> None:
+    """Refuse a pickled dtype state (``dtype.__setstate__``) other than a plain numeric dtype's own."""
+    if not (isinstance(state, tuple) and len(state) in (8, 9) and dtype.kind in _NUMERIC_KINDS):
+        raise RefusedPickle(f"a dtype {dtype} with the state {state!r}: only plain numeric dtypes are read")
+    _, byteorder, subarray, names, fields, elsize, alignment, flags = state[:8]
+    if (
+        byteorder not in ("<", ">", "|", "=")
+        or subarray is not None
+        or names is not None
+        or fields is not None
+        or elsize not in (-1, dtype.itemsize)
+        or alignment not in (-1, dtype.alignment)
+        or flags != dtype.flags
+    ):
+        raise RefusedPickle(f"a dtype {dtype} with the state {state!r}: only plain numeric dtypes are read")
+
+
+def _checked_array_state(state: Any) -> None:
+    """Refuse a pickled array state (``ndarray.__setstate__``) whose dtype is not plain numeric."""
+    dtype = state[-3] if isinstance(state, tuple) and len(state) in (4, 5) else None
+    if not _plain_numeric(dtype):
+        raise RefusedPickle(f"an array of dtype {dtype!r}: only arrays of plain numeric dtypes are read")
+
+
+def _numeric_only(function: Callable[..., Any], dtype_position: int) -> Callable[..., Any]:
+    """``function`` (numpy's scalar / buffer reconstructors), refusing a dtype argument that is not plain numeric."""
+
+    def checked(*args: Any) -> Any:
+        if len(args) <= dtype_position or not _plain_numeric(args[dtype_position]):
+            raise RefusedPickle(f"{function.__name__} of {args[: dtype_position + 1]!r}: only plain numeric dtypes")
+        return function(*args)
+
+    return checked
+
+
+class RestrictedUnpickler(pickle._Unpickler):
     """An unpickler that resolves only the globals of ``allowed``; any other global raises.
+
+    It is :mod:`pickle`'s pure-Python unpickler (the files are a few kilobytes), so that it can also check the
+    state each ``BUILD`` opcode gives an object (its ``__setstate__``, or attributes it sets): only on instances
+    of :data:`BUILD_TARGETS` (never on a class, a function or a module, which a pickle could otherwise change
+    for the whole process), a numpy dtype only to a plain numeric dtype, an array only with such a dtype.
+    numpy's scalar and buffer reconstructors are given only plain numeric dtypes too. These refusals raise
+    :class:`RefusedPickle`.
 
     :param file: the pickle stream.
     :param allowed: ``{(module, name): object}`` (see :func:`allowed_globals`).
     :param on_forbidden: builds the exception raised for a forbidden ``(module, name)``.
     """
+
+    #: the objects whose state a pickle may set (``BUILD``): besides ``allowed``'s classes, what they hold
+    BUILD_TARGETS: tuple[type, ...] = (
+        spaces.Space,
+        RunningMeanStd,
+        OrderedDict,
+        dict,
+        np.ndarray,
+        np.dtype,
+        np.random.Generator,
+        np.random.BitGenerator,
+        np.random.SeedSequence,
+    )
+
+    dispatch = dict(pickle._Unpickler.dispatch)
 
     def __init__(
         self,
@@ -144,14 +222,30 @@ class RestrictedUnpickler(pickle.Unpickler):
         on_forbidden: Callable[[str, str], Exception],
     ) -> None:
         super().__init__(file)
-        self.allowed = allowed
+        self.allowed = dict(allowed)
+        for (module, name), function in allowed.items():  # numpy's scalar(dtype, bytes), _frombuffer(buf, dtype, ..)
+            if name in ("scalar", "_frombuffer") and module.startswith("numpy"):
+                self.allowed[(module, name)] = _numeric_only(function, 0 if name == "scalar" else 1)
         self.on_forbidden = on_forbidden
+        self._targets = (*self.BUILD_TARGETS, *(cls for cls in allowed.values() if isinstance(cls, type)))
 
     def find_class(self, module: str, name: str) -> Any:
         try:
             return self.allowed[(module, name)]
         except KeyError:
             raise self.on_forbidden(module, name) from None
+
+    def load_build(self) -> None:
+        state, target = self.stack[-1], self.stack[-2]  # type: ignore[attr-defined]
+        if isinstance(target, type) or not isinstance(target, self._targets):
+            raise RefusedPickle(f"the pickle sets the state of {target!r}, which a VecNormalize pickle never does")
+        if isinstance(target, np.dtype):
+            _checked_dtype_state(target, state)
+        elif isinstance(target, np.ndarray):
+            _checked_array_state(state)
+        super().load_build()  # type: ignore[misc]
+
+    dispatch[pickle.BUILD[0]] = load_build  # type: ignore[assignment]
 
 
 _STRING_OPS = frozenset(
@@ -268,6 +362,8 @@ def read_sb3_state(path: str | os.PathLike[str], vec_normalize_class: type) -> N
         obj = unpickler.load()
     except NormalizationFileError:
         raise
+    except RefusedPickle as exc:
+        raise load_error(path, f"refused: {exc}. Nothing from the file was kept.") from exc
     except Exception as exc:
         raise load_error(path, f"not a readable pickle; truncated or corrupt? ({type(exc).__name__}: {exc})") from exc
     if not isinstance(obj, vec_normalize_class):
@@ -296,9 +392,13 @@ def read_sb3_state(path: str | os.PathLike[str], vec_normalize_class: type) -> N
             obs_rms = {key: _sb3_rms(path, value, f"obs_rms[{key!r}]") for key, value in raw.items()}
         else:
             obs_rms = _sb3_rms(path, raw, "obs_rms")
+    try:
+        described = describe_space(observation_space)
+    except Exception as exc:  # (a space whose pickled attributes were edited or corrupted)
+        raise load_error(path, f"the pickled observation_space is invalid ({type(exc).__name__}: {exc}).") from exc
     state = NormalizationState(
         config=config,
-        observation_space=describe_space(observation_space),
+        observation_space=described,
         obs_rms=obs_rms,
         ret_rms=_sb3_rms(path, fields.get("ret_rms"), "ret_rms"),
     )

@@ -432,7 +432,7 @@ class VecNormalize(VecEnvWrapper):
             write_sb3_pickle(save_path, self)
             return
         not_sb3: Sb3FormatError | None = None
-        if format is None and os.fspath(save_path).lower().endswith(SB3_SUFFIX):
+        if format is None and os.fsdecode(save_path).lower().endswith(SB3_SUFFIX):
             try:
                 data = encode_sb3_pickle(self)
             except Sb3FormatError as exc:
@@ -450,7 +450,7 @@ class VecNormalize(VecEnvWrapper):
         write_normalization_file(save_path, state)
         if not_sb3 is not None:
             warnings.warn(
-                f"VecNormalize.save wrote {os.fspath(save_path)!r} in vecenv's pickle-free format, not in "
+                f"VecNormalize.save wrote {os.fsdecode(save_path)!r} in vecenv's pickle-free format, not in "
                 f"Stable-Baselines3's pickle format that its {SB3_SUFFIX!r} name asks for: {not_sb3.reason}. "
                 "vecenv's VecNormalize.load reads the file; Stable-Baselines3 cannot (UnpicklingError). Pass "
                 "format='vecenv' to write this format without the warning.",
