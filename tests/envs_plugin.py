@@ -13,6 +13,11 @@ import gymnasium as gym
 NAMESPACE = "VecenvPlugin"
 #: the id this module registers: CartPole-v1's env under :data:`NAMESPACE`
 ENV_ID = f"{NAMESPACE}/CartPole-v1"
+#: an id whose env needs a package that is not installed (its entry point's module does not exist), as
+#: ``phys2d/CartPole-v1`` needs jax
+MISSING_PACKAGE_ID = f"{NAMESPACE}/NeedsMissingPackage-v0"
 
 if ENV_ID not in gym.registry:
     gym.register(ENV_ID, entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv", max_episode_steps=500)
+if MISSING_PACKAGE_ID not in gym.registry:
+    gym.register(MISSING_PACKAGE_ID, entry_point="vecenv_missing_package_for_tests.envs:Env")

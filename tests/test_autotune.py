@@ -224,6 +224,8 @@ def test_budget_and_env_are_checked_before_anything_starts() -> None:
     assert RAY_MIN_BUDGET > MIN_BUDGET
     with pytest.raises(AutotuneError, match=f"the minimum is {MIN_BUDGET:g} s"):
         autotune("CartPole-v1", budget=MIN_BUDGET - 1, progress=False)
+    with pytest.raises(AutotuneError, match=r"budget: expected a finite number of seconds \(at least 5\), got inf"):
+        check_budget(math.inf)
     with pytest.raises(AutotuneError, match="unknown env id 'NoSuchEnv-v0'"):
         autotune("NoSuchEnv-v0", budget=MIN_BUDGET, progress=False)
     with pytest.raises(AutotuneError, match="cannot create CartPole-v1"):

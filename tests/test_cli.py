@@ -15,6 +15,7 @@ import os
 import re
 import select
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -1127,3 +1128,60 @@ def test_console_script_help_names_autotune():
     assert result.returncode == 0
     assert "vecenv bench --autotune ENV_ID times the vector-env layouts of one env" in result.stdout
     assert "find the fastest vector env for one env (--autotune ENV_ID)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("option", "given", "received"),
+    [
+        ("--save-normalize", "stats/", "which ends in a folder separator"),
+        ("--save-normalize", "", "got an empty path"),
+        ("--monitor", "", "got an empty path"),
+    ],
+)
+def test_run_refuses_an_output_path_without_a_name_before_anything_runs(capsys, tmp_path, option, given, received):
+    """A file path ending in '/' or an empty path: one error line naming the option, before any env starts (it
+    used to run first, create ``stats`` as a folder, then fail, or fail with a traceback)."""
+    os.chdir(tmp_path)
+    line = _assert_one_line_error(*_run_main(capsys, "run", "-b", "dummy", "-n", "2", "-s", "8", option, given))
+    assert f"argument {option}:" in line and received in line
+    assert os.listdir(tmp_path) == []
+
+
+def test_run_refuses_video_length_without_video(capsys):
+    line = _assert_one_line_error(*_run_main(capsys, "run", "-b", "dummy", "-n", "2", "-s", "8", "--video-length", "5"))
+    assert line == "vecenv run: error: argument --video-length: goes with --video DIR (without it no video is recorded)"
+
+
+def test_save_normalize_writes_into_a_named_pipe_in_place(capsys, tmp_path):
+    """An output that is not a regular file (a named pipe here, /dev/null alike) is written into, as
+    ``open(path, "wb")`` does, never replaced by a file (the atomic write replaced /dev/null)."""
+    fifo = tmp_path / "stats.npz"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        code, _, err = _run_main(
+            capsys, "run", "Pendulum-v1", "-b", "dummy", "-n", "2", "-s", "8", "--save-normalize", str(fifo)
+        )
+        assert code == 0, err
+        data = os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert data[:4] == b"PK\x03\x04"  # the statistics file, a ZIP archive, came through the pipe
+
+
+@pytest.mark.parametrize("error", [ConnectionError("Could not find any running Ray instance."), TimeoutError("60 s")])
+def test_run_ray_without_a_cluster_is_a_user_error(capsys, monkeypatch, error):
+    """``--backend ray --ray-address ADDRESS`` where no Ray answers (RayVecEnv raises ConnectionError, or
+    TimeoutError after connect_timeout): one line naming the option and Ray's message, exit status 2."""
+    import vecenv.cli_run
+
+    class NoCluster(vecenv.cli_run.RayVecEnv):  # type: ignore[misc]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise error
+
+    monkeypatch.setattr(vecenv.cli_run, "RayVecEnv", NoCluster)
+    line = _assert_one_line_error(
+        *_run_main(capsys, "run", "-b", "ray", "-n", "2", "-s", "8", "--ray-address", "10.0.0.1:6379")
+    )
+    assert line == f"vecenv run: error: --backend ray --ray-address 10.0.0.1:6379: {error}"

@@ -271,3 +271,19 @@ def test_the_benchmark_workloads_run_by_their_ids() -> None:
     result = _vecenv("run", "vecenv/Cpu200us-v0", "-n", "2", "--steps", "20", "-b", "dummy")
     assert result.returncode == 0, result.stderr
     _check_summary(_parse_summary(result.stdout), "vecenv/Cpu200us-v0", 2, 20, "dummy")
+
+
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+def test_an_env_that_needs_a_missing_package_is_a_user_error(backend, capsys):
+    """An env whose module imports a package that is not installed (as phys2d/... needs jax): one error line naming
+    the id and the missing module, exit status 2, for ``run`` (both backends) and ``bench --autotune``."""
+    from tests.envs_plugin import MISSING_PACKAGE_ID
+
+    code, out, err = _run_main(
+        capsys, "run", MISSING_PACKAGE_ID, "--import", PLUGIN, "-b", backend, "-n", "2", "-s", "8"
+    )
+    line = _assert_one_line_error(code, out, err)
+    assert f"{MISSING_PACKAGE_ID} needs a package that is not installed" in line
+    assert "No module named 'vecenv_missing_package_for_tests'" in line
+    with pytest.raises(AutotuneError, match="needs a package that is not installed"):
+        _env_factory(MISSING_PACKAGE_ID, {}, [PLUGIN])

@@ -462,3 +462,18 @@ def test_importing_the_modules_does_not_import_pandas():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(("column", "row"), [("r", "xyz,3,0.1"), ("l", "1.0,abc,0.1"), ("t", "1.0,3,abc")])
+def test_load_results_refuses_values_that_are_not_numbers(tmp_path, column, row):
+    """A value that is not a number in r, l or t (a damaged file): LoadMonitorResultsError naming the file, the
+    column and the value, not pandas' error (or text where numbers belong) further on; a file without rows still
+    loads."""
+    pytest.importorskip("pandas")
+    bad = tmp_path / "0.monitor.csv"
+    bad.write_text(f'#{{"t_start": 1, "env_id": "X"}}\nr,l,t\n1.0,2,0.5\n{row}\n')
+    with pytest.raises(LoadMonitorResultsError, match=rf"column '{column}' must hold numbers; row 2 holds") as info:
+        load_results(tmp_path)
+    assert str(bad) in str(info.value)
+    bad.write_text('#{"t_start": 1, "env_id": "X"}\nr,l,t\n')
+    assert len(load_results(tmp_path)) == 0

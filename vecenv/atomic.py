@@ -6,7 +6,9 @@ Used by :meth:`VecNormalize.save <vecenv.VecNormalize.save>` and by :func:`~vece
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from typing import IO
 
@@ -34,7 +36,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     over ``path`` with :func:`os.replace`. If anything fails the temporary file is removed and the
     previous file at ``path`` (if any) is left untouched. The new file gets the permissions of the
     file it replaces, or those :func:`open` would give a new file. A symbolic link is written through,
-    as ``open(path, "wb")`` would: the file it points to is replaced, and the link stays.
+    as ``open(path, "wb")`` would: the file it points to is replaced, and the link stays. A path that is
+    not a regular file (``/dev/null``, a named pipe) is written in place, as ``open(path, "wb")`` would,
+    never replaced.
 
     :param path: the destination (``str``, ``bytes`` or :class:`os.PathLike`); its folder must exist and be
         writable (the temporary file is created there).
@@ -43,7 +47,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         ``path``, and its message says why where the cause is the temporary file.
     """
     given = os.fsdecode(path)
+    if not given or given.endswith((os.sep, "/")):  # (realpath would drop the separator: refuse as open() does)
+        raise IsADirectoryError(errno.EISDIR, f"cannot write {given!r}: a file name is needed", given)
     path = os.path.realpath(given)  # (through symbolic links, to the file they point to)
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except OSError:  # (no such file yet)
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        with open(path, "wb") as device:  # a device, a pipe: written in place, never replaced
+            _write_payload(device, data)
+        return
     directory = os.path.dirname(path)
     try:
         fd, tmp_path = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)

@@ -46,6 +46,7 @@ from vecenv.cli_run import (
     BACKENDS,
     DEFAULT_PETTINGZOO_STEPS,
     DEFAULT_STEPS,
+    DEFAULT_VIDEO_LENGTH,
     STATISTICS_FILE,
     cmd_run,
 )
@@ -241,9 +242,9 @@ def _add_run_wrapper_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--video-length",
         type=positive_int,
-        default=200,
+        default=None,  # (None: not given, so that _check_run_args can refuse it without --video)
         metavar="N",
-        help="steps per video; the video holds N+1 frames, as SB3's (default: %(default)s)",
+        help=f"with --video: steps per video; the video holds N+1 frames, as SB3's (default: {DEFAULT_VIDEO_LENGTH})",
     )
     parser.add_argument(
         "--check-nan", action="store_true", help="raise at the first NaN/inf in actions, observations or rewards"

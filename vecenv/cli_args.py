@@ -207,6 +207,8 @@ def check_output_path(option: str, path: str, *, folder: bool) -> None:
     :param folder: whether the output is a folder (else a file).
     :raises UsageError: naming the option, what was expected and the path.
     """
+    if not path:
+        raise UsageError(f"argument {option}: expected {OUTPUT_FOLDER if folder else OUTPUT_FILE}, got an empty path")
     if folder:
         expected = OUTPUT_FOLDER
         if os.path.exists(path) and not os.path.isdir(path):
@@ -216,6 +218,8 @@ def check_output_path(option: str, path: str, *, folder: bool) -> None:
         expected = OUTPUT_FILE
         if os.path.isdir(path):
             raise UsageError(f"argument {option}: expected {expected}, got {path!r}, which is an existing folder")
+        if path.endswith((os.sep, "/")):
+            raise UsageError(f"argument {option}: expected {expected}, got {path!r}, which ends in a folder separator")
         target = os.path.dirname(path) or os.curdir
     existing = _nearest_existing(target)
     if not os.path.isdir(existing):

@@ -50,6 +50,7 @@ __all__ = [
     "BACKEND_OPTIONS",
     "DEFAULT_PETTINGZOO_STEPS",
     "DEFAULT_STEPS",
+    "DEFAULT_VIDEO_LENGTH",
     "STATISTICS_FILE",
     "cmd_run",
 ]
@@ -58,6 +59,8 @@ BACKENDS = ("dummy", "subproc", "ray")
 #: ``vecenv run``'s default ``--steps``: env-steps of a Gymnasium env, and of a PettingZoo env module, whose every
 #: env-step steps all its agents (a few seconds either way with a classic-control env or an MPE env).
 DEFAULT_STEPS, DEFAULT_PETTINGZOO_STEPS = 100_000, 10_000
+#: ``--video-length``'s default: steps per video (SB3's ``VecVideoRecorder`` default)
+DEFAULT_VIDEO_LENGTH = 200
 #: What ``--load-normalize`` reads.
 STATISTICS_FILE = "a statistics file saved by --save-normalize (VecNormalize.save)"
 #: The options of ``vecenv run`` that only some backends take; any other backend refuses them (exit status 2).
@@ -135,7 +138,10 @@ def _wrap_for_run(venv: Any, args: argparse.Namespace) -> _Wrapped:
     if args.video is not None:
         try:
             venv = wrapped.recorder = VecVideoRecorder(
-                venv, args.video, record_video_trigger=lambda step: step == 0, video_length=args.video_length
+                venv,
+                args.video,
+                record_video_trigger=lambda step: step == 0,
+                video_length=DEFAULT_VIDEO_LENGTH if args.video_length is None else args.video_length,
             )
         except OSError as exc:
             raise path_error("--video", args.video, OUTPUT_FOLDER, f"cannot create it: {os_reason(exc)}") from None
@@ -175,6 +181,8 @@ def _check_run_args(args: argparse.Namespace) -> None:
             raise UsageError(
                 f"argument --load-normalize: expected {expected}, got {args.load_normalize!r}, which is a folder"
             )
+    if args.video_length is not None and args.video is None:
+        raise UsageError("argument --video-length: goes with --video DIR (without it no video is recorded)")
     render_mode = (args.env_kwargs or {}).get("render_mode", "rgb_array")
     if args.video is not None and render_mode != "rgb_array":
         raise UsageError(
@@ -290,6 +298,13 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.env_id} needs an optional dependency that is not installed: {exc}") from None
     except MissingExtraError as exc:
         raise UsageError(f"--backend {args.backend}: {exc}") from None
+    except ImportError as exc:  # (ModuleNotFoundError: a package the env imports, e.g. jax for phys2d/...)
+        raise UsageError(f"{args.env_id} needs a package that is not installed: {exc}") from None
+    except (ConnectionError, TimeoutError) as exc:
+        if args.backend == "ray":
+            address = "" if args.ray_address is None else f" --ray-address {args.ray_address}"
+            raise UsageError(f"--backend ray{address}: {exc}") from None
+        raise UsageError(f"cannot create {args.env_id}: {type(exc).__name__}: {exc}") from None
     except (TypeError, ValueError, gym.error.Error) as exc:
         given = f" with --env-kwargs {json.dumps(args.env_kwargs)}" if args.env_kwargs else ""
         raise UsageError(f"cannot create {args.env_id}{given}: {exc}") from None

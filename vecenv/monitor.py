@@ -303,6 +303,14 @@ def _read_monitor_file(pandas: Any, file_name: str) -> tuple[dict[str, Any], pd.
             f"{file_name}: the second line must name the columns r,l,t (and any extra keys); "
             f"missing {sorted(missing)}, got {list(data_frame.columns)}"
         )
+    for column in ("r", "l", "t"):  # (pandas reads a column with a value that is not a number as text)
+        if len(data_frame) and not pandas.api.types.is_numeric_dtype(data_frame[column]):
+            bad = pandas.to_numeric(data_frame[column], errors="coerce").isna() & data_frame[column].notna()
+            row = int(bad.idxmax()) if bad.any() else 0
+            raise LoadMonitorResultsError(
+                f"{file_name}: column {column!r} must hold numbers; row {row + 1} holds "
+                f"{data_frame[column].iloc[row]!r} (a damaged or hand-edited file?)"
+            )
     data_frame["t"] += t_start
     return header, data_frame
 

@@ -129,6 +129,8 @@ def check_budget(budget: float, name: str = "budget") -> None:
     :param name: the parameter's name in the message (e.g. ``"argument --budget"``).
     :raises AutotuneError: if ``budget`` is too small (or not a number).
     """
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool) and not math.isfinite(budget):
+        raise AutotuneError(f"{name}: expected a finite number of seconds (at least {MIN_BUDGET:g}), got {budget}")
     if not (is_number(budget) and budget >= MIN_BUDGET):
         given = format(budget, "g") if is_number(budget) else repr(budget)
         raise AutotuneError(
@@ -159,6 +161,8 @@ def _env_factory(
         env = factory()
     except gym.error.DependencyNotInstalled as exc:
         raise AutotuneError(f"{env_id} needs an optional dependency that is not installed: {exc}") from None
+    except ImportError as exc:  # (ModuleNotFoundError: a package the env imports, e.g. jax for phys2d/...)
+        raise AutotuneError(f"{env_id} needs a package that is not installed: {exc}") from None
     except (TypeError, ValueError, gym.error.Error) as exc:
         given = f" with env kwargs {json.dumps(env_kwargs)}" if env_kwargs else ""
         raise AutotuneError(f"cannot create {env_id}{given}: {exc}") from None
