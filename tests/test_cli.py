@@ -1185,3 +1185,21 @@ def test_run_ray_without_a_cluster_is_a_user_error(capsys, monkeypatch, error):
         *_run_main(capsys, "run", "-b", "ray", "-n", "2", "-s", "8", "--ray-address", "10.0.0.1:6379")
     )
     assert line == f"vecenv run: error: --backend ray --ray-address 10.0.0.1:6379: {error}"
+
+
+def test_plot_to_a_format_this_machine_cannot_render_is_a_user_error(capsys, tmp_path, monkeypatch):
+    """matplotlib's RuntimeError for a format it cannot render here (.pgf without xelatex): one error line."""
+    pytest.importorskip("matplotlib")
+    import vecenv.cli_plot
+
+    out_dir = tmp_path / "mon"
+    assert _run_main(capsys, "run", "-n", "2", "--steps", "300", "-b", "dummy", "--monitor", str(out_dir))[0] == 0
+
+    def no_latex(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("'xelatex' not found")
+
+    monkeypatch.setattr(vecenv.cli_plot, "plot_results", no_latex)
+    line = _assert_one_line_error(*_run_main(capsys, "plot", str(out_dir), "-o", str(tmp_path / "a.pgf")), "plot")
+    assert line.endswith(
+        "matplotlib cannot render " + repr(str(tmp_path / "a.pgf")) + " on this machine: 'xelatex' not found"
+    )

@@ -44,6 +44,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(f"argument MONITOR_DIR_OR_CSV: expected {MONITOR_CSV}; got {path!r}: {exc}") from None
     except OSError as exc:
         raise path_error("-o/--output", output, OUTPUT_FILE, f"cannot write it: {os_reason(exc)}") from None
+    except RuntimeError as exc:  # matplotlib cannot render that format here (.pgf without a LaTeX installed)
+        raise UsageError(f"argument -o/--output: matplotlib cannot render {output!r} on this machine: {exc}") from None
     print(f"wrote {output}")
     return 0
 
