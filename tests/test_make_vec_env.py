@@ -365,10 +365,13 @@ def test_invalid_start_method_raises_value_error():
 # ------------------------------------------------------------------------------------------------ bad arguments
 
 
-@pytest.mark.parametrize("n_envs", [0, -1, 1.5, True, "2"])
-def test_invalid_n_envs(n_envs):
-    """``n_envs`` must be a positive int: anything else raises ValueError naming ``n_envs``."""
-    with pytest.raises(ValueError, match="n_envs"):
+@pytest.mark.parametrize(
+    ("n_envs", "error"), [(0, ValueError), (-1, ValueError), (True, ValueError), (1.5, TypeError), ("2", TypeError)]
+)
+def test_invalid_n_envs(n_envs, error):
+    """``n_envs`` must be a positive int: what is not an integer raises TypeError (as SB3's ``range(n_envs)``),
+    an integer below 1 (or a bool) ValueError; both name ``n_envs``."""
+    with pytest.raises(error, match="n_envs must be a positive integer"):
         make_vec_env("CartPole-v1", n_envs=n_envs)
 
 
@@ -557,5 +560,14 @@ def test_wrapper_class_is_applied_outside_monitor(tmp_path):
         assert [type(env) for env in venv.envs] == [MarkerWrapper] * 2
         assert [type(env.env) for env in venv.envs] == [Monitor] * 2
         assert [type(env.env.env) for env in venv.envs] == [TickEnv] * 2
+    finally:
+        venv.close()
+
+
+def test_n_envs_takes_numpy_integers() -> None:
+    """As SB3's make_vec_env (``range(n_envs)``): a numpy integer is a count."""
+    venv = make_vec_env("CartPole-v1", n_envs=np.int64(2))
+    try:
+        assert venv.num_envs == 2
     finally:
         venv.close()

@@ -245,3 +245,40 @@ def test_video_recorder_reads_the_envs_metadata_from_sb3_backends(backend: str, 
         assert recorder.frames_per_sec == 4 and base.metadata == FaultInjectEnv.metadata
     finally:
         recorder.close()
+
+
+@pytest.mark.sb3
+@pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 not installed")
+@pytest.mark.parametrize("backend", ["DummyVecEnv", "SubprocVecEnv"])
+def test_make_vec_env_with_sb3_classes_wraps_envs_in_sb3_monitor(backend: str) -> None:
+    """vecenv's make_vec_env given SB3's vector env class: SB3's env_is_wrapped (isinstance) finds a Monitor, so
+    SB3's evaluate_policy reads the Monitor's episode returns (the env's own rewards, not those of an outer
+    wrapper that scales them) and does not warn, as with SB3's own make_vec_env."""
+    import warnings
+
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common import vec_env as sb3_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor as Sb3Monitor
+
+    import vecenv
+
+    venv = vecenv.make_vec_env(
+        "CartPole-v1",
+        n_envs=1,
+        seed=0,
+        vec_env_cls=getattr(sb3_vec_env, backend),
+        wrapper_class=gym.wrappers.TransformReward,
+        wrapper_kwargs={"func": lambda reward: 10 * reward},
+    )
+    try:
+        assert venv.env_is_wrapped(Sb3Monitor) == [True]
+        model = PPO("MlpPolicy", venv, n_steps=64, seed=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rewards, lengths = evaluate_policy(model, venv, n_eval_episodes=2, return_episode_rewards=True)
+        assert not [w for w in caught if "Monitor" in str(w.message)]
+        assert rewards == [float(length) for length in lengths]  # CartPole's reward 1 per step, unscaled
+    finally:
+        venv.close()

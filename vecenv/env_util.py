@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import numbers
 import os
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +27,7 @@ def _make_env_fn(
     env_kwargs: dict[str, Any],
     monitor_kwargs: dict[str, Any],
     wrapper_kwargs: dict[str, Any],
+    monitor_class: Callable[..., gym.Env] = Monitor,
 ) -> Callable[[], gym.Env]:
     def _init() -> gym.Env:
         if isinstance(env_id, str):
@@ -48,12 +51,23 @@ def _make_env_fn(
         if monitor_dir is not None:
             os.makedirs(monitor_dir, exist_ok=True)
             monitor_path = os.path.join(monitor_dir, str(rank))
-        env = Monitor(env, filename=monitor_path, **monitor_kwargs)
+        env = monitor_class(env, filename=monitor_path, **monitor_kwargs)
         if wrapper_class is not None:
             env = wrapper_class(env, **wrapper_kwargs)
         return env
 
     return _init
+
+
+def _is_sb3_class(cls: Any) -> bool:
+    """Whether ``cls`` is one of Stable-Baselines3's own classes (its vector envs test wrappers with isinstance)."""
+    return any(klass.__module__.startswith("stable_baselines3.") for klass in getattr(cls, "__mro__", ()))
+
+
+def _sb3_monitor() -> Callable[..., gym.Env]:
+    """SB3's ``Monitor`` (SB3 is installed: its vector env class was given)."""
+    sb3_monitor: Callable[..., gym.Env] = importlib.import_module("stable_baselines3.common.monitor").Monitor
+    return sb3_monitor
 
 
 def make_vec_env(
@@ -78,8 +92,11 @@ def make_vec_env(
     ``seed + i``; with ``seed=None`` the envs still get distinct random seeds.
 
     Every env is wrapped with :class:`~vecenv.Monitor` (so infos get ``"episode"`` statistics at episode
-    end), then with ``wrapper_class`` if given. With ``monitor_dir`` the env of rank ``r`` writes
-    ``<monitor_dir>/<r>.monitor.csv`` (the folder is created); read them with :func:`~vecenv.load_results`.
+    end), then with ``wrapper_class`` if given. With one of SB3's own vector env classes as ``vec_env_cls``,
+    the envs are wrapped with SB3's ``Monitor`` instead, which SB3's ``env_is_wrapped`` (an ``isinstance``
+    test) and so its ``evaluate_policy`` and ``EvalCallback`` recognise; vecenv's vector envs take either.
+    With ``monitor_dir`` the env of rank ``r`` writes ``<monitor_dir>/<r>.monitor.csv`` (the folder is
+    created); read them with :func:`~vecenv.load_results`.
 
     >>> venv = make_vec_env("CartPole-v1", n_envs=2, seed=0)
     >>> venv.env_is_wrapped(Monitor)
@@ -101,22 +118,35 @@ def make_vec_env(
     :param monitor_kwargs: keyword arguments for :class:`~vecenv.Monitor` (e.g. ``info_keywords``).
     :param wrapper_kwargs: keyword arguments for ``wrapper_class``.
     :return: the vector env, seeded for its first reset.
-    :raises ValueError: if ``n_envs`` is not a positive integer.
+    :raises TypeError: if ``n_envs`` is not an integer (as SB3).
+    :raises ValueError: if ``n_envs`` is below 1, or a bool.
     """
-    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+    if isinstance(n_envs, bool) or (isinstance(n_envs, numbers.Integral) and n_envs < 1):
         raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
+    if not isinstance(n_envs, numbers.Integral):  # (SB3's range(n_envs) raises TypeError)
+        raise TypeError(f"n_envs must be a positive integer, got {n_envs!r}")
+    n_envs = int(n_envs)
     env_kwargs = env_kwargs or {}
     vec_env_kwargs = vec_env_kwargs or {}
     monitor_kwargs = monitor_kwargs or {}
     wrapper_kwargs = wrapper_kwargs or {}
+    if vec_env_cls is None:
+        vec_env_cls = DummyVecEnv
+    monitor_class = _sb3_monitor() if _is_sb3_class(vec_env_cls) else Monitor
     env_fns = [
         _make_env_fn(
-            env_id, i + start_index, seed, monitor_dir, wrapper_class, env_kwargs, monitor_kwargs, wrapper_kwargs
+            env_id,
+            i + start_index,
+            seed,
+            monitor_dir,
+            wrapper_class,
+            env_kwargs,
+            monitor_kwargs,
+            wrapper_kwargs,
+            monitor_class,
         )
         for i in range(n_envs)
     ]
-    if vec_env_cls is None:
-        vec_env_cls = DummyVecEnv
     vec_env = vec_env_cls(env_fns, **vec_env_kwargs)
     vec_env.seed(seed)
     return vec_env
