@@ -300,6 +300,21 @@ def test_max_restarts_rebuilds_a_dead_actor(ray_venvs) -> None:
     np.testing.assert_array_equal(obs[1], [1, 0, 0])  # a fresh episode of the rebuilt env
     obs, _, dones, _ = venv.step(np.zeros(2, dtype=np.int64))
     np.testing.assert_array_equal(obs[1], [1, 0, 1])
+    # the profile and the errors name the actor now running the envs, which Ray finds by that name
+    name = venv.step_stats().workers[1].where.split()[2]
+    assert name.endswith("-restart1")
+    pytest.importorskip("ray").get_actor(name, namespace="vecenv")  # (raises ValueError for a name it lacks)
+
+
+@pytest.mark.timeout(120)
+def test_env_construction_past_reset_timeout_names_it(ray_session) -> None:
+    """A factory that never returns, reset_timeout=1: TimeoutError naming reset_timeout and its value (the
+    message said ``within None s``)."""
+    fns = [functools.partial(make_env, offset=i, where="factory" if i else None, fault="hang") for i in range(2)]
+    with pytest.raises(TimeoutError) as info:
+        vecenv.RayVecEnv(fns, n_workers=2, actor_options=SHARED, reset_timeout=1.0)
+    assert "did not finish env construction within 1.0 s (reset_timeout)" in str(info.value)
+    assert "Raise reset_timeout, which bounds building the envs too" in str(info.value)
 
 
 def _vecenv_actors(ray: Any) -> list[str]:
@@ -558,6 +573,56 @@ def test_failed_constructor_shuts_down_the_ray_it_started() -> None:
     assert lines["NESTED"] == "NotImplementedError False"
     assert lines["FACTORY"] == "InjectedFault False"
     assert lines["CPUS"] == "ValueError False"
+
+
+SHUT_DOWN_SCRIPT = """
+import os, secrets, shutil, tempfile
+os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
+import numpy as np, ray
+import vecenv
+from tests.envs import CounterEnv
+from vecenv.errors import WorkerDiedError
+
+temp_dir = tempfile.mkdtemp(prefix="vecenv-ray-")
+init = {"num_cpus": 1, "include_dashboard": False, "log_to_driver": False, "_temp_dir": temp_dir}
+# the program's own Ray, shut down under an open vector env: close() and the next step start no new Ray
+ray.init(**init)
+venv = vecenv.RayVecEnv([CounterEnv] * 2, n_workers=2, actor_options={"num_cpus": 0})
+venv.reset()
+ray.shutdown()
+try:
+    venv.step(np.zeros(2, dtype=np.int64))
+    print("STEP nothing", flush=True)
+except WorkerDiedError as exc:
+    print("STEP", "Ray was shut down" in str(exc), ray.is_initialized(), flush=True)
+venv.close()
+print("CLOSE", ray.is_initialized(), flush=True)
+# a vector env that started Ray and one that joined it: closing the first shuts Ray down, the second's calls
+# and close() start no new Ray
+train = vecenv.RayVecEnv([CounterEnv] * 2, n_workers=1, actor_options={"num_cpus": 0}, ray_init_kwargs=init)
+evaluate = vecenv.RayVecEnv([CounterEnv] * 2, n_workers=1, actor_options={"num_cpus": 0})
+evaluate.reset()
+train.close()
+try:
+    evaluate.step(np.zeros(2, dtype=np.int64))
+except WorkerDiedError:
+    pass
+evaluate.close()
+print("JOINED", train.started_ray, ray.is_initialized(), flush=True)
+shutil.rmtree(temp_dir, ignore_errors=True)
+"""
+
+
+def test_ray_shut_down_under_an_open_vector_env_is_not_started_again() -> None:
+    """``ray.shutdown()`` while a RayVecEnv is open: its next step raises WorkerDiedError saying so, and neither
+    the step nor close() starts a new local Ray, which nothing would shut down (in a child process)."""
+    command = [sys.executable, "-c", SHUT_DOWN_SCRIPT]
+    result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    assert lines["STEP"] == "True False"
+    assert lines["CLOSE"] == "False"
+    assert lines["JOINED"] == "True False"
 
 
 CLUSTER_SCRIPT = """

@@ -113,6 +113,13 @@ def _remote_actor_class(ray: Any) -> Any:
     return ray.remote(GroupActor)
 
 
+#: why a Ray actor is gone when Ray itself was shut down under an open vector env
+_RAY_SHUT_DOWN = (
+    "Ray was shut down (ray.shutdown()) while the vector env was open: its actors ended with it. Close the vector "
+    "env before shutting Ray down"
+)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
@@ -150,6 +157,7 @@ class RayWorker(MessageWorker):
         self._env_fns = EnvFactories(env_fns)
         self._actor_options = dict(actor_options or {})
         self._name = name or f"vecenv-{os.getpid()}-{id(self):x}"
+        self._actor_name = self._name
         self._generation = 0
         self._ref: Any = None  # the reply to the pending request (an ObjectRef)
         self._close_ref: Any = None
@@ -164,8 +172,12 @@ class RayWorker(MessageWorker):
 
     def _start_actor(self) -> None:
         ray = self._ray
+        if not ray.is_initialized():  # (a call to Ray would start a new local Ray, which nobody shuts down)
+            raise RuntimeError(_RAY_SHUT_DOWN)
         name = self._name if not self._generation else f"{self._name}-restart{self._generation}"
         self._generation += 1
+        #: the name of the actor now running the group (the restarted one's has a ``-restartN`` suffix)
+        self._actor_name = name
         options = {
             **self._actor_options,
             "name": name,
@@ -257,16 +269,18 @@ class RayWorker(MessageWorker):
     @property
     def location(self) -> str:
         if self._location is None:
-            return f"Ray actor {self._name}"
-        return f"Ray actor {self._name} (process {self._location[0]})"
+            return f"Ray actor {self._actor_name}"
+        return f"Ray actor {self._actor_name} (process {self._location[0]})"
 
     def _where(self) -> str:
         if self._location is None:
-            return f"Ray actor {self._name} (envs {self.env_indices})"
+            return f"Ray actor {self._actor_name} (envs {self.env_indices})"
         pid, node = self._location
-        return f"Ray actor {self._name} (process {pid} on node {node[:12]}, envs {self.env_indices})"
+        return f"Ray actor {self._actor_name} (process {pid} on node {node[:12]}, envs {self.env_indices})"
 
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
+        if not self._ray.is_initialized():
+            raise self._died(doing, RuntimeError(_RAY_SHUT_DOWN))
         try:
             self._ref = self.actor.handle.remote(data)
         except Exception as exc:  # Ray refused the call (the actor handle is gone, Ray shut down)
@@ -275,8 +289,11 @@ class RayWorker(MessageWorker):
     def _recv_raw(self, doing: Command | str) -> bytes:
         # a wait (vecenv.interrupts): Ctrl-C is raised in it at once (a deferred one before the reference is taken);
         # the reply stays in Ray's object store, so one that came as the interrupt did is read by the next request
-        waiting = GUARD.wait_begin()
         ray = self._ray
+        if not ray.is_initialized():  # (ray.get would start a new local Ray)
+            self._ref = self._pending = None
+            raise self._died(doing, RuntimeError(_RAY_SHUT_DOWN))
+        waiting = GUARD.wait_begin()
         ref, self._ref = self._ref, None
         assert ref is not None, "nothing to receive"
         deadline = self._deadline
@@ -284,8 +301,9 @@ class RayWorker(MessageWorker):
             data: bytes = ray.get(ref, timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
         except ray.exceptions.GetTimeoutError:
             self._pending = None
-            timeout = self.reset_timeout if doing is Command.RESET else self.step_timeout
-            setting = "reset_timeout" if doing is Command.RESET else "step_timeout"
+            # (building the envs is bounded by reset_timeout, as their reset is)
+            timeout = self.step_timeout if doing is Command.STEP else self.reset_timeout
+            setting = "step_timeout" if doing is Command.STEP else "reset_timeout"
             what = (
                 "the actor did not build its envs in time"
                 if doing == "env construction"
@@ -295,10 +313,14 @@ class RayWorker(MessageWorker):
                 f"The {self._where()} was killed by vecenv during {label(doing)}: {what}. It cannot be used "
                 "again: create a new vector env, or set max_restarts to have such actors rebuilt."
             )
+            advice = (
+                "Raise reset_timeout, which bounds building the envs too."
+                if doing == "env construction"
+                else "Raise the timeout, or set max_restarts to rebuild the actor and go on."
+            )
             raise TimeoutError(
-                f"envs {self.env_indices} did not finish {label(doing)} within {timeout} s (step_timeout / "
-                f"reset_timeout): their Ray actor was killed. Raise the timeout, or set max_restarts to rebuild "
-                "the actor and go on."
+                f"envs {self.env_indices} did not finish {label(doing)} within {timeout} s ({setting}): their Ray "
+                f"actor was killed. {advice}"
             ) from None
         except KeyboardInterrupt:
             self._ref = ref  # still pending: collected (or dropped) by the next request
@@ -320,13 +342,13 @@ class RayWorker(MessageWorker):
         return WorkerDiedError(message)
 
     def reply_ready(self) -> bool:
-        if self._lost is not None or self._ref is None:
+        if self._lost is not None or self._ref is None or not self._ray.is_initialized():
             return True
         ready, _ = self._ray.wait([self._ref], num_returns=1, timeout=0)
         return bool(ready)
 
     def has_ended(self) -> bool:
-        if self._lost is not None:
+        if self._lost is not None or not self._ray.is_initialized():
             return True
         if self._ref is None or not self.reply_ready():
             return False
@@ -348,7 +370,7 @@ class RayWorker(MessageWorker):
         for k, worker in enumerate(workers):
             assert isinstance(worker, RayWorker)
             ray = worker._ray
-            if worker._lost is not None or worker._ref is None:
+            if worker._lost is not None or worker._ref is None or not ray.is_initialized():
                 ready.append(k)
             else:
                 refs[worker._ref] = k
@@ -368,7 +390,7 @@ class RayWorker(MessageWorker):
     def kill(self, reason: str | None = None) -> None:
         """End the actor at once (``ray.kill``); every later request raises :class:`WorkerDiedError` with
         ``reason``; the handle can :meth:`restart`."""
-        if self.actor is not None:
+        if self.actor is not None and self._ray.is_initialized():  # (ray.kill would start a new local Ray)
             with contextlib.suppress(Exception):
                 self._ray.kill(self.actor, no_restart=True)
         self._ref = self._close_ref = self._where_ref = None
@@ -408,6 +430,9 @@ class RayWorker(MessageWorker):
     def shutdown_begin(self) -> None:
         if self._lost is not None or self.actor is None:
             return
+        if not self._ray.is_initialized():  # the actors ended with Ray: nothing to ask (and no new Ray started)
+            self.kill(_RAY_SHUT_DOWN)
+            return
         # an actor runs its calls in order: CLOSE follows a pending request, which need not be collected
         with contextlib.suppress(Exception):
             self._close_ref = self.actor.handle.remote(bytes([CALL]) + dumps((Command.CLOSE, None)))
@@ -417,7 +442,7 @@ class RayWorker(MessageWorker):
     def shutdown_end(self, deadline: float) -> BaseException | None:
         error: BaseException | None = None
         close_ref, self._close_ref = self._close_ref, None
-        if close_ref is not None:
+        if close_ref is not None and self._ray.is_initialized():
             try:
                 self._reply(self._ray.get(close_ref, timeout=max(0.0, deadline - time.monotonic())))
             except WorkerDiedError:
@@ -438,7 +463,7 @@ class RayWorker(MessageWorker):
         """Wait (until ``deadline``, at least a moment) until Ray reports the killed actor dead, so that no actor
         of a closed vector env is alive when ``close()`` returns (``ray.kill`` is asynchronous)."""
         ray = self._ray
-        while self.actor is not None:
+        while self.actor is not None and ray.is_initialized():
             try:
                 ray.get(self.actor.where.remote(), timeout=max(0.1, deadline - time.monotonic()))
             except Exception:  # RayActorError: dead (or Ray is gone, or the time is up)

@@ -419,10 +419,14 @@ class SubprocWorker(MessageWorker):
                 f"{label(doing)}: it did not finish within {setting}={timeout} s. It cannot be used again: create "
                 "a new vector env, or set max_restarts to have such workers restarted."
             )
+            advice = (
+                "Raise reset_timeout, which bounds building a restarted worker's envs too."
+                if doing in ("env construction", "setup")
+                else "Raise the timeout, or set max_restarts to restart the worker and go on."
+            )
             raise TimeoutError(
-                f"envs {self.env_indices} did not finish {label(doing)} within {timeout} s (step_timeout / "
-                f"reset_timeout): their worker process {pid} was killed. Raise the timeout, or set "
-                "max_restarts to restart the worker and go on."
+                f"envs {self.env_indices} did not finish {label(doing)} within {timeout} s ({setting}): their "
+                f"worker process {pid} was killed. {advice}"
             )
         if not any(fd == self._conn_fd for fd, _ in ready):
             # the poll set woke up for the sentinel alone: the worker is gone
