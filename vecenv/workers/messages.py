@@ -238,6 +238,19 @@ class MessageWorker(Worker):
             return self._reset_infos
         return result
 
+    def _end_failed_restart(self, stage: str, error: BaseException) -> None:
+        """A restart failed during ``stage`` (its env construction, setup or reset) with ``error``: end the new
+        process or actor, which is never used half built; every later call raises a WorkerDiedError naming
+        ``error`` (unless the failure already recorded a more precise reason, such as a timeout)."""
+        self.kill(
+            f"The {self._where()}, started to replace a dead one, failed during its {stage} and was ended: "
+            f"{type(error).__name__}: {error}"
+        )
+
+    @abstractmethod
+    def kill(self, reason: str | None = None) -> None:
+        """End the group's process or actor at once; every later request raises WorkerDiedError with ``reason``."""
+
     def _reset_after_restart(
         self, seeds: Sequence[int | None] | None, options: Sequence[dict[str, Any] | None] | None
     ) -> list[dict[str, Any]]:

@@ -419,12 +419,8 @@ class RayWorker(MessageWorker):
             self.handshake(self.reset_timeout)
             stage = "reset"
             return self._reset_after_restart(seeds, options)
-        except BaseException as exc:
-            # half a worker is never used: its envs may be built and not reset
-            self.kill(
-                f"The Ray actor running envs {self.env_indices}, started to replace a dead one, failed during its "
-                f"{stage} and was ended: {type(exc).__name__}: {exc}"
-            )
+        except BaseException as exc:  # (its envs may be built and not reset)
+            self._end_failed_restart(stage, exc)
             raise
 
     def shutdown_begin(self) -> None:

@@ -528,12 +528,8 @@ class SubprocWorker(MessageWorker):
                 self.setup_shared(*self._shared)
             stage = "reset"
             return self._reset_after_restart(seeds, options)
-        except BaseException as exc:
-            # half a worker is never used: its envs may be built and not reset, or a reply may be left unread
-            self.kill(
-                f"The worker process {self.process.pid} running envs {self.env_indices}, started to replace a dead "
-                f"one, failed during its {stage} and was ended: {type(exc).__name__}: {exc}"
-            )
+        except BaseException as exc:  # (its envs may be built and not reset, or a reply may be left unread)
+            self._end_failed_restart(stage, exc)
             raise
         finally:
             self._start_deadline = None
