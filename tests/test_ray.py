@@ -534,6 +534,16 @@ def test_import_vecenv_does_not_import_ray_and_a_missing_ray_names_the_extra() -
 
 # --- Ray's lifecycle and a simulated cluster (a child process with its own Ray) ----------------------------
 
+
+def _child_lines(script: str) -> dict[str, str]:
+    """Run ``script`` in a fresh interpreter (its own Ray starts); its ``KEY value`` lines of standard output."""
+    result = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    return dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+
+
 FAILED_START_SCRIPT = """
 import functools, os, secrets, shutil, tempfile
 os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
@@ -566,10 +576,7 @@ for case, (fns, kwargs) in cases.items():
 def test_failed_constructor_shuts_down_the_ray_it_started() -> None:
     """A refused nested observation space, an env factory that raises, and actors the cluster cannot hold: each
     constructor started Ray (none was running) and leaves it shut down (in a child process, three Ray starts)."""
-    command = [sys.executable, "-c", FAILED_START_SCRIPT]
-    result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    lines = _child_lines(FAILED_START_SCRIPT)
     assert lines["NESTED"] == "NotImplementedError False"
     assert lines["FACTORY"] == "InjectedFault False"
     assert lines["CPUS"] == "ValueError False"
@@ -616,10 +623,7 @@ shutil.rmtree(temp_dir, ignore_errors=True)
 def test_ray_shut_down_under_an_open_vector_env_is_not_started_again() -> None:
     """``ray.shutdown()`` while a RayVecEnv is open: its next step raises WorkerDiedError saying so, and neither
     the step nor close() starts a new local Ray, which nothing would shut down (in a child process)."""
-    command = [sys.executable, "-c", SHUT_DOWN_SCRIPT]
-    result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    lines = _child_lines(SHUT_DOWN_SCRIPT)
     assert lines["STEP"] == "True False"
     assert lines["CLOSE"] == "False"
     assert lines["JOINED"] == "True False"
@@ -677,11 +681,7 @@ def test_simulated_cluster_spread_and_lost_node() -> None:
     """SPREAD puts the two actors on two nodes; removing a node is a WorkerDiedError naming the envs within a
     few seconds, or with max_restarts a rebuilt actor on a remaining node (one simulated cluster of three nodes,
     for both cases). Also: a Ray that RayVecEnv starts is shut down by close."""
-    result = subprocess.run(
-        [sys.executable, "-c", CLUSTER_SCRIPT], check=False, capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    lines = _child_lines(CLUSTER_SCRIPT)
     assert lines["STARTED"] == "True True" and lines["AFTER_CLOSE"] == "False"
     assert lines["NODES0"] == lines["NODES1"] == "2"
     died, seconds = lines["DIED0"].split()

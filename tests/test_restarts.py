@@ -6,12 +6,13 @@ start a fresh episode (episode 0, t 0) built from their factories.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -284,33 +285,38 @@ def test_partial_batch_reset_timeout() -> None:
         venv.close()
 
 
-def _flagged_fns(flag: str, **fault_kwargs: Any) -> list[Callable[[], Any]]:
-    """Env 0 plain; env 1 meets the fault once ``flag`` exists (in a restarted worker)."""
-    return [functools.partial(make_env, 0), functools.partial(make_env_when_flagged, flag, 1, **fault_kwargs)]
-
-
-def _kill_worker(venv: vecenv.SubprocVecEnv, w: int) -> None:
-    os.kill(venv.processes[w].pid, signal.SIGKILL)
-    venv.processes[w].join(5)
+@contextlib.contextmanager
+def _worker_1_killed(
+    tmp_path: Any, fault: dict[str, Any], steps: int = 0, **venv_kwargs: Any
+) -> Iterator[tuple[vecenv.SubprocVecEnv, str]]:
+    """Two envs in two workers, env 1 meeting ``fault`` (tests.envs_faults) once the returned flag file exists:
+    reset, ``steps`` steps, then the flag is made and worker 1 killed, so that its restart meets the fault.
+    Yields ``(venv, flag)``; the vector env is closed at the end."""
+    flag = str(tmp_path / "flag")
+    fns = [functools.partial(make_env, 0), functools.partial(make_env_when_flagged, flag, 1, **fault)]
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2, **venv_kwargs)
+    try:
+        venv.reset()
+        for _ in range(steps):
+            venv.step(np.zeros(2, dtype=np.int64))
+        open(flag, "w").close()
+        os.kill(venv.processes[1].pid, signal.SIGKILL)
+        venv.processes[1].join(5)
+        yield venv, flag
+    finally:
+        venv.close()
 
 
 @pytest.mark.timeout(60)
 def test_restart_whose_factory_hangs_is_bounded_by_reset_timeout(tmp_path: Any) -> None:
-    flag = str(tmp_path / "flag")
-    fns = _flagged_fns(flag, where="factory", fault="hang")
-    venv = vecenv.SubprocVecEnv(fns, n_workers=2, step_timeout=5.0, reset_timeout=1.0, max_restarts=1)
-    try:
-        venv.reset()
-        open(flag, "w").close()
-        _kill_worker(venv, 1)
+    hang = {"where": "factory", "fault": "hang"}
+    with _worker_1_killed(tmp_path, hang, step_timeout=5.0, reset_timeout=1.0, max_restarts=1) as (venv, _):
         with pytest.warns(RuntimeWarning, match="restarting"), pytest.raises(TimeoutError) as info:
             venv.step(np.zeros(2, dtype=np.int64))
         assert "envs [1] did not finish env construction within 1.0 s" in str(info.value)
         assert any("raised while restarting the worker of envs [1]" in note for note in info.value.__notes__)
         with pytest.raises(WorkerDiedError, match=r"did not finish within reset_timeout=1.0 s"):
             venv.step(np.zeros(2, dtype=np.int64))  # the budget is spent: the dead worker's error
-    finally:
-        venv.close()
     assert all(not p.is_alive() for p in venv.processes)
 
 
@@ -318,13 +324,7 @@ def test_restart_whose_factory_hangs_is_bounded_by_reset_timeout(tmp_path: Any) 
 def test_restart_whose_reset_raises_is_restarted_again_and_reported(tmp_path: Any) -> None:
     """The restarted env's first reset raises: the step raises it (noted as a restart's), and the next step
     restarts the worker again and reports the cut episode; the env that was built and never reset is not used."""
-    flag = str(tmp_path / "flag")
-    venv = vecenv.SubprocVecEnv(_flagged_fns(flag, where="reset", fault="raise"), n_workers=2, max_restarts=3)
-    try:
-        venv.reset()
-        venv.step(np.zeros(2, dtype=np.int64))
-        open(flag, "w").close()
-        _kill_worker(venv, 1)
+    with _worker_1_killed(tmp_path, {"where": "reset", "fault": "raise"}, steps=1, max_restarts=3) as (venv, flag):
         with pytest.warns(RuntimeWarning, match="restart 1 of"), pytest.raises(InjectedFault) as info:
             venv.step(np.zeros(2, dtype=np.int64))
         assert any("raised while restarting the worker of envs [1]" in note for note in info.value.__notes__)
@@ -337,18 +337,11 @@ def test_restart_whose_reset_raises_is_restarted_again_and_reported(tmp_path: An
         assert "failed during its reset" in infos[1]["vecenv.restart_cause"]
         obs, _, dones, _ = venv.step(np.zeros(2, dtype=np.int64))
         assert obs.tolist() == [[0, 0, 3], [1, 0, 1]] and not dones.any()
-    finally:
-        venv.close()
 
 
 @pytest.mark.timeout(60)
 def test_restart_whose_factory_raises_is_named_by_later_errors(tmp_path: Any) -> None:
-    flag = str(tmp_path / "flag")
-    venv = vecenv.SubprocVecEnv(_flagged_fns(flag, where="factory", fault="raise"), n_workers=2, max_restarts=1)
-    try:
-        venv.reset()
-        open(flag, "w").close()
-        _kill_worker(venv, 1)
+    with _worker_1_killed(tmp_path, {"where": "factory", "fault": "raise"}, max_restarts=1) as (venv, _):
         with pytest.warns(RuntimeWarning, match="restarting"), pytest.raises(InjectedFault):
             venv.step(np.zeros(2, dtype=np.int64))
         for _ in range(2):
@@ -357,21 +350,13 @@ def test_restart_whose_factory_raises_is_named_by_later_errors(tmp_path: Any) ->
             message = str(info.value)
             assert "started to replace a dead one, failed during its env construction" in message
             assert "InjectedFault: injected fault in factory of env offset 1" in message
-    finally:
-        venv.close()
 
 
 @pytest.mark.timeout(60)
 def test_ctrl_c_during_a_restart_leaves_the_worker_dead_not_half_built(tmp_path: Any) -> None:
     """Ctrl-C while a restarted worker builds its envs: the step raises KeyboardInterrupt; the next step restarts
     the worker again (the budget allows) and reports it; env 0's result of the interrupted step is not lost."""
-    flag = str(tmp_path / "flag")
-    venv = vecenv.SubprocVecEnv(_flagged_fns(flag, where="factory", fault="hang"), n_workers=2, max_restarts=3)
-    try:
-        venv.reset()
-        venv.step(np.zeros(2, dtype=np.int64))
-        open(flag, "w").close()
-        _kill_worker(venv, 1)
+    with _worker_1_killed(tmp_path, {"where": "factory", "fault": "hang"}, steps=1, max_restarts=3) as (venv, flag):
         timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
         try:
@@ -388,6 +373,4 @@ def test_ctrl_c_during_a_restart_leaves_the_worker_dead_not_half_built(tmp_path:
         assert "KeyboardInterrupt" in infos[1]["vecenv.restart_cause"]
         obs, _, _, _ = venv.step(np.zeros(2, dtype=np.int64))
         assert obs.tolist() == [[0, 0, 3], [1, 0, 1]]
-    finally:
-        venv.close()
     assert all(not p.is_alive() for p in venv.processes)
