@@ -106,9 +106,6 @@ class Figure:
 
 _VECENV = ("{python}", "-m", "vecenv")
 _WORKLOADS = ("cartpole", "image", "cpu")
-_SPIN = ("f53e1b4", 'wait_mode="auto" lets the workers of the default layout spin for requests')
-_SPIN_CALLER = ("0cfe8fb", "wait_mode: the calling process and the workers may spin instead of blocking")
-_INFO_COPIES = ("e40a7ba", "infos and terminal observations copied without deepcopy")
 _SLOTS = ("f8877b7", "observations handed over without a copy (observation slots)")
 _STEP_REPLIES = ("a7e5770", "a full step's replies collected in one loop over one poll set")
 _READ_REPLY = ("9ec0533", "each reply read with one read(2); no default infos under a reply's own")
@@ -123,6 +120,18 @@ _LAYOUTS16 = (
     ("w8", ('{"n_workers": 8}', "subproc-cartpole-1024,subproc-image-128")),
 )
 
+#: the profiles of docs/profiling.md: name, env id, envs, steps, further ``vecenv run`` options
+_PROFILES: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    ("cartpole", "CartPole-v1", "64", "200000", ()),
+    ("image", "vecenv/Image84-v0", "16", "40000", ()),
+    ("cpu", "vecenv/Cpu200us-v0", "16", "20000", ("--env-kwargs", '{"iterations": 2000}')),
+    ("cartpole-dummy", "CartPole-v1", "64", "200000", ("--backend", "dummy")),
+    ("cartpole-parent", "CartPole-v1", "64", "200000", ("--parent-envs", "32", "--n-workers", "1")),
+    ("cartpole-16", "CartPole-v1", "16", "100000", ()),
+    ("image-dummy", "vecenv/Image84-v0", "16", "40000", ("--backend", "dummy")),
+    ("cpu-dummy", "vecenv/Cpu200us-v0", "16", "20000", ("--env-kwargs", '{"iterations": 2000}', "--backend", "dummy")),
+)
+
 FIGURES: tuple[Figure, ...] = (
     Figure(
         name="bench",
@@ -132,11 +141,11 @@ FIGURES: tuple[Figure, ...] = (
             ("docs/index.md", "## How fast"),
             ("README.md", "## Performance"),
         ),
-        commits=("6fdd786",),
+        commits=("f5a01c4",),
         snapshots=(
-            *(f"2026-11-27-{w}.{ext}" for w in _WORKLOADS for ext in ("json", "md")),
-            "2026-11-27.png",
-            "2026-11-27-speedup.png",
+            *(f"2026-11-29-{w}.{ext}" for w in _WORKLOADS for ext in ("json", "md")),
+            "2026-11-29.png",
+            "2026-11-29-speedup.png",
         ),
         steps=(
             *(
@@ -173,13 +182,12 @@ FIGURES: tuple[Figure, ...] = (
             "{date}.png",
             "{date}-speedup.png",
         ),
-        changes_since=(_SLOTS,),
     ),
     Figure(
         name="scaling",
         sections=(("docs/performance.md", "## Scaling to more workers and cores"),),
-        commits=("d857b9b", "61c82cf", "1b4c08a"),
-        snapshots=tuple(f"2026-11-27-scaling-{w}.md" for w in ("cartpole", "cpu", "image")),
+        commits=("f5a01c4",),
+        snapshots=tuple(f"2026-11-29-scaling-{w}.md" for w in ("cartpole", "cpu", "image")),
         steps=tuple(
             Step(
                 (
@@ -203,7 +211,6 @@ FIGURES: tuple[Figure, ...] = (
             for w, seconds in (("cartpole", "0.2"), ("cpu", "0.3"), ("image", "0.2"))
         ),
         outputs=tuple(f"{{date}}-scaling-{w}.md" for w in ("cartpole", "cpu", "image")),
-        changes_since=(_SPIN, _SLOTS),
     ),
     Figure(
         name="pettingzoo",
@@ -248,8 +255,8 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         name="profiles",
         sections=(("docs/profiling.md", "## What each layout costs"),),
-        commits=("8250a49",),
-        snapshots=(),
+        commits=("f5a01c4",),
+        snapshots=tuple(f"2026-11-29-profile-{name}.txt" for name, *_ in _PROFILES),
         steps=tuple(
             Step(
                 (
@@ -268,20 +275,15 @@ FIGURES: tuple[Figure, ...] = (
                 stdout=f"{{out}}/{{date}}-profile-{name}.txt",
                 smoke=("--steps", "200"),
             )
-            for name, env_id, n, steps, extra in (
-                ("cartpole", "CartPole-v1", "64", "200000", ()),
-                ("image", "vecenv/Image84-v0", "16", "40000", ()),
-                ("cpu", "vecenv/Cpu200us-v0", "16", "20000", ("--env-kwargs", '{"iterations": 2000}')),
-            )
+            for name, env_id, n, steps, extra in _PROFILES
         ),
-        outputs=tuple(f"{{date}}-profile-{name}.txt" for name in ("cartpole", "image", "cpu")),
-        changes_since=(_SPIN_CALLER, _INFO_COPIES, _SPIN, _SLOTS),
+        outputs=tuple(f"{{date}}-profile-{name}.txt" for name, *_ in _PROFILES),
     ),
     Figure(
         name="gymnasium-api",
         sections=(("docs/gymnasium-api.md", "## Performance"),),
-        commits=("ab9e133",),
-        snapshots=(),
+        commits=("f5a01c4",),
+        snapshots=("2026-11-29-gymnasium-api.json", "2026-11-29-gymnasium-api.md"),
         steps=(
             Step(
                 (
@@ -306,7 +308,6 @@ FIGURES: tuple[Figure, ...] = (
             ),
         ),
         outputs=("{date}-gymnasium-api.json", "{date}-gymnasium-api.md"),
-        changes_since=(_SPIN_CALLER, _SPIN, _SLOTS),
     ),
     Figure(
         name="ray",

@@ -151,7 +151,7 @@ def test_the_grid_chart_of_the_performance_page_reads_at_page_width(monkeypatch:
 
     df, _ = _bench_results()
     backends = figures.PERFORMANCE_BACKENDS.split(",")
-    fig = grid_figure(df, title="vecenv bench at 6fdd786: 2 CPUs (AMD EPYC), 2026-11-27", backends=backends)
+    fig = grid_figure(df, title="vecenv bench at f5a01c4: 2 CPUs (AMD EPYC), 2026-11-29", backends=backends)
     _assert_readable_at_page_width(fig, monkeypatch)
     # one row per workload of the results, with the backends asked for in the legend, in that order
     (legend,) = [legend for sub in fig.subfigs for legend in sub.legends]
@@ -202,7 +202,7 @@ def test_the_speedup_chart_reads_at_page_width_and_its_bars_differ(monkeypatch: 
     from vecenv.bench.chart import SPEEDUP_SERIES, speedup_figure
 
     df, _ = _bench_results()
-    fig, drawn = speedup_figure(df, num_envs=16, title="vecenv bench at 6fdd786: 2 CPUs, 2026-11-27", cores=2)
+    fig, drawn = speedup_figure(df, num_envs=16, title="vecenv bench at f5a01c4: 2 CPUs, 2026-11-29", cores=2)
     _assert_readable_at_page_width(fig, monkeypatch)
     (ax,) = fig.get_axes()
     bars = {str(c.get_label()): c for c in ax.containers if isinstance(c, BarContainer)}
