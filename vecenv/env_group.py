@@ -149,7 +149,11 @@ class EnvGroup(SubEnvRequests):
         self._row_shape: tuple[int, ...] = ()
         self._row_dtype: Any = None
         self.restart_accounts()
-        self.handlers: dict[Command, Callable[[Any], Any]] = {
+        self.handlers = self._make_handlers()
+
+    def _make_handlers(self) -> dict[Command, Callable[[Any], Any]]:
+        """The group's handler of each request (what a worker runs for it)."""
+        return {
             Command.STEP: lambda payload: self.step(*payload),
             Command.RESET: self.reset,
             Command.SET_NEXT_RESET: self.set_next_reset,
@@ -166,6 +170,23 @@ class EnvGroup(SubEnvRequests):
 
     def __len__(self) -> int:
         return len(self.envs)
+
+    # --- copies (copy.deepcopy, pickle: DummyVecEnv's envs, as SB3's) -----------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The group's state without what is derived from its spaces and buffers (rebuilt by :meth:`__setstate__`;
+        the vector env that holds the group attaches the copy's buffers to it)."""
+        state = self.__dict__.copy()
+        for name in ("handlers", "_write_terminal_row", "_write_obs"):
+            del state[name]
+        state.update(_rows_buffer=None, _rows=[], _rows_cache={})
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._write_terminal_row = make_row_writer(self.observation_space)
+        self._write_obs = make_obs_writer(self.observation_space)
+        self.handlers = self._make_handlers()
 
     # --- the accounts of vecenv.stats ---------------------------------------------------------------
 

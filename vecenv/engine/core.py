@@ -68,6 +68,9 @@ class EngineCore(VecEnv):
     #: ``env.reset(seed=seed, options=options)``, both keywords always. Automatic resets with nothing staged
     #: are ``env.reset()`` either way, as in both libraries.
     gymnasium_resets: bool = False
+    #: the observation slots' pool, or None (hand-outs are copies); slot -> worker -> that worker's rows of the slot
+    _slots: ObsSlots | None
+    _slot_rows: list[list[Any]]
 
     @property
     def replaces_pending(self) -> bool:
@@ -128,13 +131,7 @@ class EngineCore(VecEnv):
                 start, stop = worker.env_indices[0], worker.env_indices[-1] + 1
                 self._env_ranges.append((start, stop))
                 self._env_location.extend((w, j) for j in range(stop - start))
-                worker.attach(
-                    batch_slice(self._obs_buffer, start, stop),
-                    self._rewards[start:stop],
-                    self._dones[start:stop],
-                    self._terminations[start:stop],
-                    self._truncations[start:stop],
-                )
+            self._attach_workers()
             self._setup_obs_slots(observation_space, num_envs, obs_slots)
             self._last_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
             # the infos of the step before the last, kept until the next requests are out (WorkerVecEnv._send_steps)
@@ -151,13 +148,9 @@ class EngineCore(VecEnv):
             self._plan: list[tuple[int, list[int] | None]] | None = None
             self._full_plan: list[tuple[int, list[int] | None]] = [(w, None) for w in range(len(self._workers))]
             self._all_workers = list(range(len(self._workers)))
-            # the full step's replies collected in one loop, where the workers' transport has one
-            kinds = {type(worker) for worker in self._workers}
-            self._common_step: Any = kinds.pop().common_step(self._workers) if len(kinds) == 1 else None
+            self._make_step_helpers(action_space)
             # step results received during the current collection, by worker (held if the step fails)
             self._received: dict[int, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-            self._write_action = make_action_writer(action_space)
-            self._check_actions = make_actions_checker(action_space)
             self._composite_actions = isinstance(action_space, (gym.spaces.Dict, gym.spaces.Tuple))
             self.actions: Any = None
             super().__init__(num_envs, observation_space, action_space)
@@ -168,6 +161,60 @@ class EngineCore(VecEnv):
             with contextlib.suppress(Exception):
                 self._finalizer()
             raise
+
+    def _attach_workers(self) -> None:
+        """Give each worker the views of the batch buffers that hold its envs."""
+        for worker, (start, stop) in zip(self._workers, self._env_ranges, strict=True):
+            worker.attach(
+                batch_slice(self._obs_buffer, start, stop),
+                self._rewards[start:stop],
+                self._dones[start:stop],
+                self._terminations[start:stop],
+                self._truncations[start:stop],
+            )
+
+    def _make_step_helpers(self, action_space: gym.Space) -> None:
+        """The functions a step uses, built from the spaces and the workers (not copied with the vector env)."""
+        # the full step's replies collected in one loop, where the workers' transport has one
+        kinds = {type(worker) for worker in self._workers}
+        self._common_step: Any = kinds.pop().common_step(self._workers) if len(kinds) == 1 else None
+        self._write_action = make_action_writer(action_space)
+        self._check_actions = make_actions_checker(action_space)
+
+    # --- copies --------------------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """``copy.deepcopy`` and ``pickle`` of a vector env whose envs run in the calling process
+        (:class:`~vecenv.DummyVecEnv`, :class:`vecenv.gymnasium.SyncVectorEnv`), as with SB3's ``DummyVecEnv`` and
+        Gymnasium's ``SyncVectorEnv``: the copy holds copies of the envs, as they were, and steps them on its own
+        (the envs must be picklable to pickle it).
+
+        :raises TypeError: where envs run in worker processes or Ray actors, which a copy cannot take along
+            (SB3's ``SubprocVecEnv`` and Gymnasium's ``AsyncVectorEnv`` refuse too); the original is unchanged.
+        """
+        if not all(worker.copyable for worker in self._workers):
+            raise TypeError(
+                f"{type(self).__name__} cannot be copied or pickled: its envs run in worker processes or Ray actors. "
+                "Build another one from the same env_fns instead."
+            )
+        state = self.__dict__.copy()
+        for name in ("_finalizer", "_guard_release", "_common_step", "_write_action", "_check_actions", "_slot_rows"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._make_step_helpers(self.action_space)
+        self._slot_rows = [] if self._slots is None else self._rows_of(self._slots.buffers)
+        if self._closed:  # a copy of a closed vector env is closed: nothing to attach or release
+            self._finalizer = self._guard_release = weakref.finalize(self, int)
+            self._finalizer.detach()
+            return
+        # the copy's workers write into the copy's buffers (copying made each worker's views arrays of their own)
+        self._attach_workers()
+        self._finalizer = weakref.finalize(self, shutdown_workers, self._workers)
+        GUARD.acquire()
+        self._guard_release = weakref.finalize(self, GUARD.release)
 
     # --- state --------------------------------------------------------------------------------------
 
@@ -251,10 +298,8 @@ class EngineCore(VecEnv):
     ) -> None:
         """Set up the observation slots: ``obs_slots`` is how many (None: :func:`default_obs_slots`; 0 or 1: none,
         every hand-out is a copy), or the slot buffers themselves (shared memory; the first is the obs buffer)."""
-        #: the slot pool, or None (hand-outs are copies)
-        self._slots: ObsSlots | None = None
-        #: slot -> worker -> that worker's rows of the slot
-        self._slot_rows: list[list[Any]] = []
+        self._slots = None
+        self._slot_rows = []
         #: a one-element int64 array the worker processes read the current slot from (None: no such process)
         self._slot_cell: Any = None
         if not all(worker.supports_obs_slots for worker in self._workers):
@@ -269,7 +314,11 @@ class EngineCore(VecEnv):
         else:
             buffers = list(obs_slots)
         self._slots = ObsSlots(buffers)
-        self._slot_rows = [[batch_slice(buffer, start, stop) for start, stop in self._env_ranges] for buffer in buffers]
+        self._slot_rows = self._rows_of(buffers)
+
+    def _rows_of(self, buffers: Sequence[Any]) -> list[list[Any]]:
+        """Slot -> worker -> that worker's rows of the slot."""
+        return [[batch_slice(buffer, start, stop) for start, stop in self._env_ranges] for buffer in buffers]
 
     def _prepare_obs_write(self, keep_rows: bool) -> None:
         """Before a request that writes observations: if the caller holds the current slot, the envs write into a

@@ -125,6 +125,16 @@ class ObsSlots:
         self.current = 0
         self._builders = [_hand_out_builder(buffer) for buffer in self.buffers]
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy of the pool (a copied vector env's): its buffers, none handed out."""
+        return {"buffers": self.buffers, "current": self.current}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.buffers = state["buffers"]
+        self.current = state["current"]
+        self.held = [0] * len(self.buffers)
+        self._builders = [_hand_out_builder(buffer) for buffer in self.buffers]
+
     def hand_out(self) -> tuple[Any, bool]:
         """The current slot's observations for the caller to keep: arrays over the slot (it is not written again
         until they are all gone), or a copy if that would leave no slot free for the next write.

@@ -81,13 +81,23 @@ class VecenvVectorEnv(VectorEnv):
         # SyncVectorEnv with copy=True), and always for the envs an AsyncVectorEnv steps in this process
         # (parent_envs), as the others' travel pickled
         in_process = copy and isinstance(venv, DummyVecEnv)
-        self._convert_obs = fresh_batch_to_gymnasium(
-            venv.observation_space, deep=in_process or getattr(venv, "parent_envs", 0) > 0
-        )
+        self._deep_obs = in_process or getattr(venv, "parent_envs", 0) > 0
+        self._convert_obs = fresh_batch_to_gymnasium(venv.observation_space, deep=self._deep_obs)
         self._actions_as_is = isinstance(self.single_action_space, ARRAY_SPACES)
         #: the envs whose episode ended at the last step and were not reset since (Gymnasium's name): in NEXT_STEP
         #: mode the next step resets them; in DISABLED mode (SyncVectorEnv) they must be reset before a step
         self._autoreset_envs = np.zeros(self.num_envs, dtype=np.bool_)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """``copy.deepcopy`` and ``pickle``, as Gymnasium's ``SyncVectorEnv``: see
+        :meth:`vecenv.engine.core.EngineCore.__getstate__` (a :class:`TypeError` where envs run in worker processes)."""
+        state = self.__dict__.copy()
+        del state["_convert_obs"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._convert_obs = fresh_batch_to_gymnasium(self._venv.observation_space, deep=self._deep_obs)
 
     def step_stats(self, reset: bool = False) -> StepStats:
         """Where the time went (vecenv's :meth:`~vecenv.VecEnv.step_stats`; not part of Gymnasium's API): the

@@ -118,6 +118,10 @@ class Worker(ABC):
     def attach(self, obs_buffer: Any, rewards: Any, dones: Any, terminations: Any, truncations: Any) -> None:
         """Give the worker the views of the batch buffers that hold its envs (filled by STEP and RESET)."""
 
+    #: whether a vector env over this worker can be copied (``copy.deepcopy``) and pickled: only where the envs
+    #: live in the calling process (worker processes and Ray actors cannot be copied with it)
+    copyable = False
+
     #: whether :meth:`use_obs_rows` is implemented: a vector env hands out observations without a copy
     #: (:mod:`vecenv.engine.obs_slots`) only if every worker can write into another slot
     supports_obs_slots = False

@@ -47,6 +47,17 @@ class InProcessWorker(Worker):
         group.forget_flags()  # new arrays: let the next step clear them
 
     supports_obs_slots = True
+    copyable = True
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_handler"] = None  # (a bound method of the group: found again from the command)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._command is not None:
+            self._handler = self.group.handlers[self._command]
 
     def use_obs_rows(self, obs_rows: Any) -> None:
         self.group.obs = obs_rows
