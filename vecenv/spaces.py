@@ -15,7 +15,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from functools import singledispatch
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
@@ -29,6 +29,9 @@ from vecenv.actions import (  # re-exported: the action helpers lived here befor
     split_actions,
     write_actions,
 )
+
+if TYPE_CHECKING:
+    from vecenv.base import VecEnvObs
 
 __all__ = [
     "ARRAY_SPACES",
@@ -338,7 +341,7 @@ def obs_space_info(obs_space: spaces.Space) -> tuple[list[Any], dict[Any, tuple[
     return keys, shapes, dtypes
 
 
-def dict_to_obs(obs_space: spaces.Space, obs_dict: dict[Any, np.ndarray]) -> Any:
+def dict_to_obs(obs_space: spaces.Space, obs_dict: dict[Any, np.ndarray]) -> VecEnvObs:
     """Convert SB3's internal ``{key: array}`` representation to the observation type of ``obs_space``.
 
     :param obs_space: an observation space.

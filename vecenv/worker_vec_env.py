@@ -27,6 +27,10 @@ from vecenv.errors import NoAsyncCallError, WorkerDiedError
 from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
 
+#: what ``step`` / ``step_async`` accept: an array ``(num_envs, *action_shape)``, a list with one action per env, or
+#: for Dict / Tuple action spaces a dict / tuple of such batches
+BatchActions = np.ndarray | Sequence[Any] | dict[str, Any]
+
 __all__ = [
     "AsyncState",
     "CallRequests",
@@ -60,7 +64,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
 
     # --- stepping -----------------------------------------------------------------------------------
 
-    def step_async(self, actions: np.ndarray) -> None:
+    def step_async(self, actions: BatchActions) -> None:
         """Start stepping every env; env ``i`` receives ``actions[i]``: the caller's row, in the caller's dtype,
         as SB3's and Gymnasium's vector envs deliver it (shared memory carries the batch when it has the action
         space's dtype and shape; any other batch travels pickled).
@@ -97,7 +101,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         finally:
             GUARD.leave(counted, raise_at_end=False)
 
-    def step(self, actions: np.ndarray) -> VecEnvStepReturn:
+    def step(self, actions: BatchActions) -> VecEnvStepReturn:
         """Step every env: :meth:`step_async` then :meth:`step_wait` (as one call: a Ctrl-C never lands between
         them, see :mod:`vecenv.interrupts`).
 
@@ -111,7 +115,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
                 return self._step_wait(counted)
             finally:
                 GUARD.leave(counted, raise_at_end=False)
-        return super().step(actions)  # a subclass's own step_async / step_wait
+        return super().step(actions)  # type: ignore[arg-type]  # a subclass's own step_async / step_wait
 
     #: whether ``step_async`` / ``step_wait`` are this module's (a subclass that overrides either one is stepped
     #: through them, as SB3's ``VecEnv.step`` does)

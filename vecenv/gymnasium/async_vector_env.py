@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import logger, spaces
-from gymnasium.core import RenderFrame
+from gymnasium.core import ActType, ObsType, RenderFrame
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.async_vector_env import AsyncState
 
@@ -77,7 +77,7 @@ def _logging_env_errors() -> Iterator[None]:
 
 # Gymnasium's VectorEnv is listed as a direct base (it is VecenvVectorEnv's base too, so the MRO is unchanged):
 # libraries that recognise a Gymnasium vector env by a class's direct bases (skrl's wrap_env) see one
-class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
+class AsyncVectorEnv(VecenvVectorEnv[ObsType, ActType], VectorEnv[ObsType, ActType, np.ndarray]):
     """``gymnasium.vector.AsyncVectorEnv`` on vecenv's :class:`~vecenv.SubprocVecEnv`: several envs per worker
     process, observations, rewards, flags and actions in shared memory, one small message per worker per step.
 
@@ -203,7 +203,7 @@ class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
         *,
         seed: int | list[int | None] | None = None,
         options: dict[str, Any] | None = None,
-    ) -> tuple[Any, dict[str, Any]]:
+    ) -> tuple[ObsType, dict[str, Any]]:
         """Reset every env, or those of ``options["reset_mask"]``: :meth:`reset_async` then :meth:`reset_wait`.
 
         See :meth:`SyncVectorEnv.reset` for the arguments and the return value.
@@ -236,7 +236,7 @@ class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
         self._reset_requests, self._reset_ids = requests, env_ids
         self._state = AsyncState.WAITING_RESET
 
-    def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset_wait(self, timeout: float | None = None) -> tuple[ObsType, dict[str, Any]]:
         """Collect the reset started by :meth:`reset_async`.
 
         :param timeout: seconds to wait at most (None: no limit).
@@ -255,7 +255,7 @@ class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
     # --- step -----------------------------------------------------------------------------------------
 
     @guarded(raise_at_end=False)
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: ActType) -> tuple[ObsType, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env: :meth:`step_async` then :meth:`step_wait`.
 
         :param actions: an element of the batched :attr:`action_space` (see :meth:`SyncVectorEnv.step`).
@@ -267,7 +267,7 @@ class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
         return self.step_wait()
 
     @guarded(raise_at_end=False)
-    def step_async(self, actions: Any) -> None:
+    def step_async(self, actions: ActType) -> None:
         """Start stepping every env with its action of the batch ``actions``; collect with :meth:`step_wait`.
 
         :param actions: an element of the batched :attr:`action_space` (see :meth:`SyncVectorEnv.step`).
@@ -281,7 +281,9 @@ class AsyncVectorEnv(VecenvVectorEnv, VectorEnv):
         self._state = AsyncState.WAITING_STEP
 
     @guarded(raise_at_end=False)
-    def step_wait(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step_wait(
+        self, timeout: float | None = None
+    ) -> tuple[ObsType, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Collect the step started by :meth:`step_async`.
 
         :param timeout: seconds to wait at most (None: no limit).

@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.core import ActType, ObsType
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_differing_spaces, batch_space
@@ -38,7 +39,7 @@ class GymDummyVecEnv(DummyVecEnv):
 
 # Gymnasium's VectorEnv is listed as a direct base (it is VecenvVectorEnv's base too, so the MRO is unchanged):
 # libraries that recognise a Gymnasium vector env by a class's direct bases (skrl's wrap_env) see one
-class SyncVectorEnv(VecenvVectorEnv, VectorEnv):
+class SyncVectorEnv(VecenvVectorEnv[ObsType, ActType], VectorEnv[ObsType, ActType, np.ndarray]):
     """``gymnasium.vector.SyncVectorEnv`` on vecenv's :class:`~vecenv.DummyVecEnv`: the envs step in sequence
     in the calling process.
 
@@ -121,7 +122,7 @@ class SyncVectorEnv(VecenvVectorEnv, VectorEnv):
         *,
         seed: int | list[int | None] | None = None,
         options: dict[str, Any] | None = None,
-    ) -> tuple[Any, dict[str, Any]]:
+    ) -> tuple[ObsType, dict[str, Any]]:
         """Reset every env, or the envs of ``options["reset_mask"]``.
 
         :param seed: None (no seeds, or those set by :meth:`seed`), ``s`` (env ``i`` gets ``s + i``) or a list of
@@ -146,7 +147,7 @@ class SyncVectorEnv(VecenvVectorEnv, VectorEnv):
         return self._reset_return(env_ids)
 
     @guarded(raise_at_end=False)
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: ActType) -> tuple[ObsType, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env with its action of the batch ``actions``.
 
         :param actions: an element of the batched :attr:`action_space`: an array ``(num_envs, *action_shape)``,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.core import ActType, ObsType
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
@@ -45,7 +46,7 @@ def _missing_final_obs(env_index: int, info: Mapping[str, Any]) -> RuntimeError:
     return RuntimeError(f"vecenv reset env {env_index} at its episode end without its final observation")
 
 
-class VecenvVectorEnv(VectorEnv):
+class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, ActType]):
     """What :class:`~vecenv.gymnasium.SyncVectorEnv` and :class:`~vecenv.gymnasium.AsyncVectorEnv` share: a vecenv
     vector env seen through Gymnasium's API (spaces, reset, step, infos, seeds / options of the next reset)."""
 

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
+from vecenv.base import VecEnv, VecEnvObs
 from vecenv.stacked_observations import StackedObservations
 from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next
 
@@ -43,7 +43,9 @@ class VecFrameStack(VecEnvWrapper):
     :raises TypeError: see :class:`~vecenv.stacked_observations.StackedObservations`.
     """
 
-    def __init__(self, venv: VecEnv, n_stack: int, channels_order: str | Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, venv: VecEnv, n_stack: int, channels_order: str | Mapping[str, str | None] | None = None
+    ) -> None:
         assert isinstance(venv.observation_space, (spaces.Box, spaces.Dict)), (
             "VecFrameStack only works with gym.spaces.Box and gym.spaces.Dict observation spaces, got "
             f"{venv.observation_space}"
@@ -56,7 +58,7 @@ class VecFrameStack(VecEnvWrapper):
         # NEXT_STEP: the envs whose next step resets them (their stacks restart with its observation)
         self._resetting = np.zeros(self.num_envs, dtype=bool)
 
-    def step_wait(self) -> VecEnvStepReturn:
+    def step_wait(self) -> tuple[np.ndarray | dict[str, np.ndarray], np.ndarray, np.ndarray, list[dict[str, Any]]]:
         """Step, then stack.
 
         :return: ``(obs, rewards, dones, infos)`` with obs ``(num_envs, *stacked_shape)`` (a dict of such arrays for

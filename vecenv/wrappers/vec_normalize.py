@@ -16,7 +16,7 @@ import logging
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast, overload
 
 import numpy as np
 from gymnasium import spaces
@@ -260,10 +260,11 @@ class VecNormalize(VecEnvWrapper):
         self.returns[dones] = 0
         return obs, rewards, dones, infos
 
-    def reset(self) -> VecEnvObs:
+    def reset(self) -> np.ndarray | dict[str, np.ndarray]:
         """Reset all envs, zero the returns, update the observation statistics if ``training``.
 
-        :return: the normalized first observations.
+        :return: the normalized first observations (typed as SB3's: an array or a dict of arrays; with
+            ``norm_obs=False`` the observations of a Tuple space pass through as their tuple).
         """
         obs = self.venv.reset()
         self.old_obs = obs
@@ -271,7 +272,7 @@ class VecNormalize(VecEnvWrapper):
         self._resetting = np.zeros(self.num_envs, dtype=bool)
         if self.training and self.norm_obs:
             self._update_obs(obs)
-        return self.normalize_obs(obs)
+        return cast("np.ndarray | dict[str, np.ndarray]", self.normalize_obs(obs))
 
     def _update_obs(self, obs: VecEnvObs) -> None:
         obs_rms = self.obs_rms
@@ -322,6 +323,12 @@ class VecNormalize(VecEnvWrapper):
                 obs_ = transform(obs, obs_rms)  # type: ignore[arg-type]
         return obs_
 
+    @overload
+    def normalize_obs(self, obs: np.ndarray) -> np.ndarray: ...
+    @overload
+    def normalize_obs(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+    @overload
+    def normalize_obs(self, obs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]: ...
     def normalize_obs(self, obs: VecEnvObs) -> VecEnvObs:
         """Normalize observations with the current statistics (does not update them; ``obs`` is not modified).
 
@@ -342,6 +349,12 @@ class VecNormalize(VecEnvWrapper):
             reward = clip_symmetric(reward / np.sqrt(self.ret_rms.var + self.epsilon), self.clip_reward)
         return np.asarray(reward).astype(np.float32)
 
+    @overload
+    def unnormalize_obs(self, obs: np.ndarray) -> np.ndarray: ...
+    @overload
+    def unnormalize_obs(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+    @overload
+    def unnormalize_obs(self, obs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]: ...
     def unnormalize_obs(self, obs: VecEnvObs) -> VecEnvObs:
         """Invert :meth:`normalize_obs` (without the clipping): ``obs * sqrt(var + epsilon) + mean``.
 
@@ -360,15 +373,16 @@ class VecNormalize(VecEnvWrapper):
             return reward * np.sqrt(self.ret_rms.var + self.epsilon)
         return reward
 
-    def get_original_obs(self) -> VecEnvObs:
+    def get_original_obs(self) -> np.ndarray | dict[str, np.ndarray]:
         """The raw observations of the last :meth:`reset` or step.
 
-        :return: a deep copy, ``(num_envs, *obs_shape)`` (or dict) in the wrapped env's dtype.
+        :return: a deep copy, ``(num_envs, *obs_shape)`` (or dict) in the wrapped env's dtype (typed as SB3's; the
+            tuple of a Tuple space with ``norm_obs=False``).
         :raises AttributeError: before the first :meth:`reset`.
         """
         if "old_obs" not in self.__dict__:
             raise AttributeError("VecNormalize has no original observation yet: call reset() first.")
-        return copy.deepcopy(self.old_obs)
+        return cast("np.ndarray | dict[str, np.ndarray]", copy.deepcopy(self.old_obs))
 
     def get_original_reward(self) -> np.ndarray:
         """The raw rewards of the last step.
