@@ -130,6 +130,8 @@ class FaultInjectEnv(gym.Env):
         seconds inside ``step``, printing ``IN_STEP <offset>`` to stdout half-way (so whoever reads it knows
         the step request arrived a while ago and the step is still running).
     :param slow_sleep: see ``slow_step``.
+    :param close_log: a file to which ``close()`` appends a line ``closed <offset>`` (None: none), so that a test
+        sees which envs were closed, in whichever process.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
@@ -144,6 +146,7 @@ class FaultInjectEnv(gym.Env):
         delay: float = 0.0,
         slow_step: int | None = None,
         slow_sleep: float = 0.0,
+        close_log: str | None = None,
     ) -> None:
         assert where is None or where in WHERE, where
         assert fault in FAULTS, fault
@@ -155,6 +158,7 @@ class FaultInjectEnv(gym.Env):
         self.delay = delay
         self.slow_step = slow_step
         self.slow_sleep = slow_sleep
+        self.close_log = close_log
         self.render_mode = "rgb_array"
         self.observation_space = spaces.Box(-1e6, 1e6, shape=(3,), dtype=np.float32)
         self.action_space = spaces.Discrete(2)
@@ -193,6 +197,9 @@ class FaultInjectEnv(gym.Env):
 
     def close(self) -> None:
         self._enter("close")
+        if self.close_log is not None:
+            with open(self.close_log, "a") as log:
+                log.write(f"closed {self.offset}\n")
 
     def poke(self, x: int) -> int:
         """The ``env_method`` entry point: returns ``100 * offset + x``."""

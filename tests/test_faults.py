@@ -639,7 +639,7 @@ from tests.envs_faults import make_env
 def main(scenario, method):
     if scenario.startswith("sigint"):
         special = {2: dict(slow_step=3, slow_sleep=1.6)}
-    elif scenario in ("hang", "sigterm", "sigkill"):
+    elif scenario in ("hang", "sigterm", "sigkill", "sigkill-forked"):
         special = {2: dict(slow_step=3, slow_sleep=0.6, where="step", fault="hang_noterm", at=3)}
     else:
         special = {}
@@ -648,6 +648,25 @@ def main(scenario, method):
     venv.reset()
     print("PIDS", os.getpid(), *(p.pid for p in venv.processes), flush=True)
     actions = np.zeros(3, dtype=np.int64)
+    if scenario == "sigkill-forked":  # a helper forked now holds a copy of every pipe end the program holds
+        import multiprocessing, time
+        helper = multiprocessing.get_context("fork").Process(target=time.sleep, args=(120,))
+        helper.start()
+        print("HELPER", helper.pid, flush=True)
+    if scenario.startswith("fork-child"):  # a child forked by the program ends normally (its exit handlers run)
+        pid = os.fork()
+        if pid == 0:
+            if scenario == "fork-child-closes":
+                venv.close()
+            sys.exit(0)
+        os.waitpid(pid, 0)
+        obs, rewards, dones, infos = venv.step(actions)
+        print("STEPPED", obs.tolist(), rewards.tolist(), flush=True)
+        processes = venv.processes
+        venv.close()
+        print("CLOSED", *(p.exitcode for p in processes), flush=True)
+        sys.stdin.readline()
+        return
     if scenario == "error":
         venv.step(actions)
         raise RuntimeError("user code failed")
@@ -877,3 +896,103 @@ def test_program_shutdown(scenario, start_method, program):
         assert stderr.rstrip().endswith("RuntimeError: user code failed"), prog.output()
     else:
         assert stderr == "", prog.output()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("start_method", START_METHODS)
+def test_workers_end_with_a_killed_parent_that_forked_a_helper(start_method, program):
+    """A process the program forks after building the vector env holds a copy of the pipe end each worker watches
+    (multiprocessing's sentinel of the parent): the workers still end as soon as the program is killed, not when
+    that helper ends."""
+    prog = program("sigkill-forked", start_method)
+    helper = int(prog.expect("HELPER").split()[1])
+    prog.expect("IN_STEP 2")
+    os.kill(prog.pid, signal.SIGKILL)
+    try:
+        assert not_gone(prog.worker_pids) == {}, "the workers outlived their killed parent"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(helper, signal.SIGKILL)
+    assert prog.finish() == -signal.SIGKILL, prog.output()
+    prog.check_no_leftovers()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("scenario", ["fork-child-exits", "fork-child-closes"])
+def test_a_forked_child_that_exits_leaves_the_parents_workers_alone(scenario, program):
+    """A child forked by the program (``os.fork()``) inherits the vector env; when it exits normally, with or
+    without calling ``close()``, the parent's workers go on: the parent's next step is exact and its close() ends
+    them normally."""
+    prog = program(scenario, DEFAULT_START_METHOD)
+    fns = [functools.partial(make_env, offset=i) for i in range(3)]
+    expected_venv = vecenv.DummyVecEnv(fns)
+    expected_venv.reset()
+    obs, rewards, _, _ = expected_venv.step(np.zeros(3, dtype=np.int64))
+    expected_venv.close()
+    assert prog.expect("STEPPED") == f"STEPPED {obs.tolist()} {rewards.tolist()}", prog.output()
+    assert prog.expect("CLOSED") == "CLOSED 0 0", prog.output()
+    prog.release()
+    assert prog.finish() == 0, prog.output()
+    prog.check_no_leftovers()
+    assert "".join(prog.stderr) == "", prog.output()
+
+
+#: A vector env left open until its process ends: in a multiprocessing child process, or in a program that
+#: created a ``weakref.finalize`` before importing vecenv (and multiprocessing), which registers the exit hooks in
+#: another order. Its envs log their close() to the file given.
+LEFT_OPEN = r"""
+import sys, tempfile
+early = tempfile.TemporaryDirectory() if sys.argv[1] == "finalizer-first" else None
+import functools, multiprocessing
+from vecenv import DummyVecEnv, SubprocVecEnv
+from tests.envs_faults import make_env
+
+def left_open(kind, log):
+    global kept
+    fns = [functools.partial(make_env, offset=i, close_log=log) for i in range(2)]
+    kept = SubprocVecEnv(fns, n_workers=2) if kind == "subproc" else DummyVecEnv(fns)
+    kept.reset()
+
+if __name__ == "__main__":
+    where, kind, log = sys.argv[1:4]
+    if where.startswith("mp-child"):
+        child = multiprocessing.get_context(where.split("-")[-1]).Process(target=left_open, args=(kind, log))
+        child.start()
+        child.join()
+        print("CHILD", child.exitcode, flush=True)
+    else:
+        left_open(kind, log)
+    sys.exit(0)
+"""
+
+LEFT_OPEN_CASES = [
+    ("mp-child-fork", "subproc"),
+    ("mp-child-spawn", "subproc"),
+    ("mp-child-fork", "dummy"),
+    ("finalizer-first", "subproc"),
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("where", "kind"), LEFT_OPEN_CASES, ids=["-".join(c) for c in LEFT_OPEN_CASES])
+def test_envs_left_open_are_closed_when_their_process_ends(where, kind, tmp_path):
+    """The envs of a vector env left open are closed when the process ends, also in a multiprocessing child
+    process (which ends without running the interpreter's exit hooks) and whatever order the exit hooks were
+    registered in (multiprocessing ends its daemon children, the workers, at exit: the envs are closed first)."""
+    script, log = tmp_path / "left_open.py", tmp_path / "closed.log"
+    script.write_text(LEFT_OPEN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(
+        [sys.executable, str(script), where, kind, str(log)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    if where.startswith("mp-child"):
+        assert done.stdout.strip() == "CHILD 0", done.stdout + done.stderr
+    closed = sorted(log.read_text().splitlines()) if log.exists() else []
+    assert closed == ["closed 0", "closed 1"], done.stdout + done.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import multiprocessing.util
+import os
 import time
 import weakref
 from collections.abc import Sequence
@@ -102,8 +104,7 @@ class EngineCore(VecEnv):
         self.max_restarts = 0
         self.restarts = 0
         self._dead: dict[int, BaseException] = {}  # worker -> why it must be restarted at the next step_wait
-        # close the workers at garbage collection and at interpreter exit, whatever happens next
-        self._finalizer: Any = weakref.finalize(self, shutdown_workers, self._workers)
+        self._watch_life()
         self._closed = False
         self._state = AsyncState.IDLE
         self._action_buffer = action_buffer
@@ -162,6 +163,34 @@ class EngineCore(VecEnv):
                 self._finalizer()
             raise
 
+    def _watch_life(self) -> None:
+        """Close the workers (and the envs, which the workers close) at garbage collection and at the exit of the
+        process, whatever happens next.
+
+        At exit, multiprocessing's own exit handler runs this first, before it ends its daemon children (the worker
+        processes), whatever order the exit hooks were registered in; in a multiprocessing child process, which
+        ends without running the other exit hooks, only then does it run at all. A process forked from this one
+        (``os.fork()``, multiprocessing's ``fork``) inherits the vector env but not its life: see
+        :func:`_forget_inherited`.
+        """
+        self._finalizer: Any = weakref.finalize(self, shutdown_workers, self._workers)
+        self._exit_finalizer = multiprocessing.util.Finalize(
+            self, _finalize_at_exit, args=(weakref.ref(self),), exitpriority=10
+        )
+        _OPEN.add(self)
+
+    def _forget_after_fork(self) -> None:
+        """In a process forked from the one that built the vector env (see :func:`_forget_inherited`)."""
+        self._finalizer.detach()
+        self._exit_finalizer.cancel()
+        with contextlib.suppress(AttributeError):  # (a vector env still under construction holds none yet)
+            self._guard_release.detach()
+        if all(worker.copyable for worker in self._workers):
+            return  # the child's own copies of in-process envs: usable there, closed there only by close()
+        for worker in self._workers:
+            worker.forget_after_fork()
+        self._closed = True  # the workers are the parent's: the child neither uses nor closes them
+
     def _attach_workers(self) -> None:
         """Give each worker the views of the batch buffers that hold its envs."""
         for worker, (start, stop) in zip(self._workers, self._env_ranges, strict=True):
@@ -198,8 +227,9 @@ class EngineCore(VecEnv):
                 "Build another one from the same env_fns instead."
             )
         state = self.__dict__.copy()
-        for name in ("_finalizer", "_guard_release", "_common_step", "_write_action", "_check_actions", "_slot_rows"):
+        for name in ("_finalizer", "_exit_finalizer", "_guard_release", "_common_step", "_write_action"):
             del state[name]
+        del state["_check_actions"], state["_slot_rows"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -207,12 +237,14 @@ class EngineCore(VecEnv):
         self._make_step_helpers(self.action_space)
         self._slot_rows = [] if self._slots is None else self._rows_of(self._slots.buffers)
         if self._closed:  # a copy of a closed vector env is closed: nothing to attach or release
-            self._finalizer = self._guard_release = weakref.finalize(self, int)
+            self._finalizer = self._guard_release = weakref.finalize(self, _nothing)
             self._finalizer.detach()
+            self._exit_finalizer = multiprocessing.util.Finalize(self, _nothing)
+            self._exit_finalizer.cancel()
             return
         # the copy's workers write into the copy's buffers (copying made each worker's views arrays of their own)
         self._attach_workers()
-        self._finalizer = weakref.finalize(self, shutdown_workers, self._workers)
+        self._watch_life()
         GUARD.acquire()
         self._guard_release = weakref.finalize(self, GUARD.release)
 
@@ -371,6 +403,7 @@ class EngineCore(VecEnv):
         self._held.clear()
         self._unsettled = False
         self._guard_release()
+        self._exit_finalizer.cancel()
         try:
             self._finalizer()
         finally:
@@ -445,3 +478,31 @@ class EngineCore(VecEnv):
                 f"seed() / set_options() must give one entry per env: expected {self.num_envs}, got "
                 f"{len(self._seeds)} seeds and {len(self._options)} options"
             )
+
+
+#: the vector envs of this process that are not garbage yet (see :func:`_forget_inherited`)
+_OPEN: weakref.WeakSet[EngineCore] = weakref.WeakSet()
+
+
+def _nothing() -> None:
+    return None
+
+
+def _finalize_at_exit(ref: weakref.ref[EngineCore]) -> None:
+    """multiprocessing's exit handler's call: close the vector env if it is still alive (and not closed)."""
+    venv = ref()
+    if venv is not None:
+        venv._finalizer()
+
+
+def _forget_inherited() -> None:
+    """In a child forked from this process: the vector envs it inherits are the parent's. Their worker processes
+    are the parent's children, which the child must not end (multiprocessing's exit handler would end them, as
+    its own children, when the child exits normally), nor message (closing them would end the parent's workers).
+    So the child forgets them: it does not close them at its exit, and their ``close()`` there does nothing.
+    Vector envs of in-process envs (``DummyVecEnv``) stay usable in the child, as its own copies."""
+    for venv in list(_OPEN):
+        venv._forget_after_fork()
+
+
+os.register_at_fork(after_in_child=_forget_inherited)

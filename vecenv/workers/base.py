@@ -159,6 +159,11 @@ class Worker(ABC):
         :return: the error raised by an env's ``close``, if any.
         """
 
+    def forget_after_fork(self) -> None:
+        """In a process forked from the parent of this worker: forget the worker's process (it is the parent's
+        child, not this process's). Nothing to do by default."""
+        return None
+
     def shutdown_finish(self, deadline: float) -> None:
         """Make sure the group has ended, waiting until ``deadline`` at most for :meth:`shutdown_end`'s forcible
         end before using the last resort (e.g. SIGKILL), and release what the worker holds. Nothing to do by

@@ -536,6 +536,10 @@ class SubprocWorker(MessageWorker):
 
     # --- shutdown -------------------------------------------------------------------------------
 
+    def forget_after_fork(self) -> None:
+        # multiprocessing lists it among this process's children: its exit handler would SIGTERM it
+        multiprocessing.process._children.discard(self.process)  # type: ignore[attr-defined]
+
     def shutdown_begin(self) -> None:
         if not self.process.is_alive():
             return

@@ -29,18 +29,41 @@ __all__ = ["WorkerLoop", "worker_main"]
 
 
 def _exit_when_parent_dies() -> None:
-    """Start a daemon thread that ends this worker as soon as its parent process is gone."""
+    """Start a daemon thread that ends this worker as soon as its parent process is gone.
+
+    It waits on multiprocessing's sentinel of the parent (the end of a pipe whose other end the parent holds) and,
+    on Linux, on a pidfd of the parent (``pidfd_open``): a process the parent forks later holds a copy of that
+    pipe's end too, so the sentinel alone would wait for that process as well (a forked helper, a data loader's
+    worker), and the worker would outlive a parent killed with SIGKILL.
+    """
     import multiprocessing
 
     parent = multiprocessing.parent_process()
     if parent is None or parent.sentinel is None:  # pragma: no cover - always set for our workers
         return
+    watched: list[Any] = [parent.sentinel]
+    if hasattr(os, "pidfd_open") and parent.pid is not None:
+        try:
+            watched.append(os.pidfd_open(parent.pid))
+        except OSError:  # no such process (the parent is gone already), or no pidfd in this kernel
+            if not _alive(parent.pid):
+                os._exit(0)
 
     def watch() -> None:
-        wait([parent.sentinel])
+        wait(watched)
         os._exit(0)
 
     threading.Thread(target=watch, name="vecenv-parent-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - another user's process now has that pid
+        return False
+    return True
 
 
 class WorkerLoop(GroupServer):
