@@ -441,3 +441,50 @@ class OwnTerminalKeyEnv(gym.Env):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         self.t += 1
         return np.full(2, self.t, np.float32), 1.0, self.t == 2, False, {"terminal_observation": "env's own"}
+
+
+class InPlaceSequenceEnv(gym.Env):
+    """A ``Sequence`` observation (batched as an object array) holding one array the env updates in place: the
+    observation after ``t`` steps is ``(array([t, t]),)``, the same array object every time."""
+
+    observation_space = spaces.Sequence(spaces.Box(-100.0, 100.0, (2,), np.float32))
+    action_space = spaces.Discrete(2)
+
+    def __init__(self) -> None:
+        self.state = np.zeros(2, dtype=np.float32)
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        self.state[:] = 0
+        return (self.state,), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        self.t += 1
+        self.state[:] = self.t
+        return (self.state,), 0.0, False, False, {}
+
+
+class RefusedResetObsEnv(gym.Env):
+    """Observation ``[t]`` (float32), reward ``t``; the episode terminates at ``t == 2``. Its reset number
+    ``bad_reset`` (1-based) returns an observation of another shape, which a vector env refuses."""
+
+    observation_space = spaces.Box(-10.0, 10.0, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, bad_reset: int = 2) -> None:
+        self.bad_reset = bad_reset
+        self.resets = 0
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.resets += 1
+        self.t = 0
+        shape = (2,) if self.resets == self.bad_reset else (1,)
+        return np.zeros(shape, dtype=np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.array([self.t], dtype=np.float32), float(self.t), self.t == 2, False, {}

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 import vecenv
 import vecenv.gymnasium as vgym
 from tests.conftest import DEFAULT_START_METHOD, START_METHODS
+from tests.envs import RefusedResetObsEnv
 from tests.envs_failure import (
     BAD_INFOS,
     BOTH,
@@ -1032,3 +1033,40 @@ def test_gymnasium_async_vector_env_raises_for_a_worker_dead_beside_a_hung_one(d
     finally:
         envs.close(terminate=True)
     assert all(not process.is_alive() for process in processes)
+
+
+REFUSED_RESET_LAYOUTS = {
+    "dummy": lambda fns, mode: vecenv.DummyVecEnv(fns, autoreset_mode=mode),
+    "subproc": lambda fns, mode: vecenv.SubprocVecEnv(fns, n_workers=1, autoreset_mode=mode),
+}
+
+
+def _step_or_error(venv: Any) -> Any:
+    try:
+        obs, rewards, dones, _ = venv.step(np.zeros(1, dtype=np.int64))
+    except ValueError as exc:
+        assert "does not fit observation_space" in str(exc)
+        return "refused"
+    return float(obs[0, 0]), float(rewards[0]), bool(dones[0])
+
+
+@pytest.mark.parametrize("layout", sorted(REFUSED_RESET_LAYOUTS))
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP], ids=["same-step", "next-step"])
+def test_a_refused_first_observation_of_an_automatic_reset_is_a_failed_reset(layout: str, mode: AutoresetMode) -> None:
+    """The automatic reset after an episode end returns an observation that does not fit the space: the step
+    raises, and that reset counts as failed, as one that raises does (docs/reliability.md): in SAME_STEP mode the
+    next step resets the env again and reports the episode end (its reward, done, its terminal observation); in
+    NEXT_STEP mode the next step is the reset again, which returns the first observation."""
+    venv = REFUSED_RESET_LAYOUTS[layout]([functools.partial(RefusedResetObsEnv, bad_reset=2)], mode)
+    try:
+        venv.reset()
+        results = [_step_or_error(venv) for _ in range(5)]
+        if mode is AutoresetMode.SAME_STEP:
+            # t=1; t=2 ends the episode, its reset is refused; the next step resets again and reports the end
+            assert results[:4] == [(1.0, 1.0, False), "refused", (0.0, 2.0, True), (1.0, 1.0, False)]
+            assert results[4] == (0.0, 2.0, True)
+        else:
+            # t=1; t=2 ends the episode (its last observation); the reset step is refused, then done again
+            assert results == [(1.0, 1.0, False), (2.0, 2.0, True), "refused", (0.0, 0.0, False), (1.0, 1.0, False)]
+    finally:
+        venv.close()

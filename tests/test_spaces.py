@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import multiprocessing as mp
 from collections import OrderedDict
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from gymnasium import spaces
 
 import vecenv
-from tests.envs import OBS_SPACES, SpaceEnv, action_value, space_obs
+from tests.envs import OBS_SPACES, InPlaceSequenceEnv, SpaceEnv, action_value, space_obs
 
 FLAT_KINDS = ["box", "image", "discrete", "multidiscrete", "multibinary"]
 
@@ -301,3 +302,27 @@ def test_oneof_observations_batch(any_backend, shared_memory, make_venv):
 def test_obs_space_info_oneof():
     """OneOf is one key (its batch is one object array), not a structured space SB3's helper refuses."""
     assert vecenv.obs_space_info(OneOfEnv.observation_space) == ([None], {None: None}, {None: None})
+
+
+OBJECT_BATCH_LAYOUTS: dict[str, Any] = {
+    "dummy": vecenv.DummyVecEnv,
+    "subproc": lambda fns: vecenv.SubprocVecEnv(fns, n_workers=2),
+    "parent_envs": lambda fns: vecenv.SubprocVecEnv(fns, n_workers=1, parent_envs=1),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(OBJECT_BATCH_LAYOUTS))
+def test_observations_batched_as_objects_stay_as_returned_when_the_env_changes_its_own(layout: str) -> None:
+    """An env whose observation holds an array it updates in place (a Sequence space, batched as an object
+    array): what reset() and each step returned keeps the values of that moment, in every layout (the envs of
+    worker processes hand theirs over pickled; those of the calling process, copied)."""
+    venv = OBJECT_BATCH_LAYOUTS[layout]([InPlaceSequenceEnv, InPlaceSequenceEnv])
+    try:
+        kept = [venv.reset()]
+        for _ in range(2):
+            kept.append(venv.step(np.zeros(2, dtype=np.int64))[0])
+    finally:
+        venv.close()
+    for t, obs in enumerate(kept):
+        for i in range(2):
+            np.testing.assert_array_equal(obs[i][0], np.full(2, t, dtype=np.float32))

@@ -334,6 +334,7 @@ class EnvGroup(SubEnvRequests):
         """Gymnasium's NEXT_STEP: this step resets env ``j`` (its action is ignored); ``position``: its place among
         the step's infos. :return: ``(obs, info)``, the info being a copy of the reset info."""
         obs, self.reset_infos[j] = self._reset_one(j, None, None)
+        self._write_obs(self.obs, j, obs)  # (refused: the reset failed, and the next step tries it again)
         self.needs_reset[j] = False
         self.reset_by_last_step.append(j)
         try:
@@ -372,6 +373,7 @@ class EnvGroup(SubEnvRequests):
         ignored) and report that episode end. :return: ``(obs, reward, info)`` of that step."""
         reward, info, rich, terminated, truncated = self._unfinished[j]
         obs, self.reset_infos[j] = self._reset_one(j, None, None)
+        self._write_obs(self.obs, j, obs)  # (refused: the reset failed again, and the next step tries it again)
         del self._unfinished[j]
         self.ended.append(j)
         self.dones[j], self.terminations[j], self.truncations[j] = True, terminated, truncated
@@ -420,6 +422,7 @@ class EnvGroup(SubEnvRequests):
                 del info["terminal_observation"]
             try:
                 obs, self.reset_infos[j] = self._reset_one(j, None, None)
+                self._write_obs(self.obs, j, obs)  # (a first observation that does not fit fails the reset)
             except BaseException:
                 self._failed_autoreset = (reward, info, rich, bool(terminated), bool(truncated))
                 raise

@@ -11,6 +11,7 @@ Support for another space type is one ``register`` call per function.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -120,12 +121,13 @@ def store_observation(space: spaces.Space, buffer: np.ndarray, index: int, obs: 
     The observation must have the space's shape exactly (no broadcasting, no reshaping) and a dtype
     numpy casts to the space's dtype within its kind (``same_kind``: float64 into float32 is accepted, as
     SB3 accepts it; float into an integer or uint8 buffer is refused). Object buffers (spaces that travel
-    pickled) take any value.
+    pickled) take any value, as a deep copy: the env may change its own objects afterwards (an array it updates
+    in place), as pickling to another process would not let it.
 
     :raises ValueError: naming the space, the expected shape / dtype and what the env returned.
     """
     if buffer.dtype == np.dtype(object):
-        buffer[index] = obs
+        buffer[index] = copy.deepcopy(obs)
         return
     array = np.asarray(obs)
     slot_shape = buffer.shape[1:]
