@@ -290,6 +290,39 @@ def test_the_handler_is_put_back_when_the_last_vector_env_closes() -> None:
         signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.parametrize("then", ["interrupt", "vecenv-call"])
+def test_the_handler_is_put_back_when_another_thread_closes_the_last_vector_env(then: str) -> None:
+    """Only the main thread can install a signal handler: when another thread closes the last vector env, the
+    main thread puts the program's handler back at the next interrupt (which that handler then gets, once) or at
+    its next call of a vector env."""
+    gc.collect()
+    if GUARD.users:
+        pytest.skip(f"{GUARD.users} vector envs are still open in this process")
+    calls: list[int] = []
+
+    def mine(signum: int, frame: FrameType | None) -> None:
+        calls.append(signum)
+
+    previous = signal.signal(signal.SIGINT, mine)
+    try:
+        venv = vecenv.DummyVecEnv(track_fns(1))
+        venv.reset()
+        assert signal.getsignal(signal.SIGINT) is not mine
+        closer = threading.Thread(target=venv.close)
+        closer.start()
+        closer.join()
+        if then == "interrupt":
+            signal.raise_signal(signal.SIGINT)
+            assert calls == [signal.SIGINT]
+        else:
+            with pytest.raises(vecenv.errors.ClosedVecEnvError):
+                venv.step(np.zeros(1, dtype=np.int64))
+            assert calls == []
+        assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_no_handler_is_installed_over_sig_ign() -> None:
     """A program that ignores SIGINT gets no Python-level interrupt: vecenv installs nothing."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -24,7 +24,8 @@ How: while a vector env is open, vecenv's handler stands in front of the SIGINT 
 ``signal.default_int_handler``, or the program's own, which it calls in turn). It is installed from the main
 thread when a call starts while one of vecenv's vector envs (``DummyVecEnv``, ``SubprocVecEnv``, ``RayVecEnv``)
 is open and the handler in place is another Python function (a program that installs its own handler later gets
-it wrapped at the next call), and put back when the last of them closes. Programs whose
+it wrapped at the next call), and put back when the last of them closes (by the main thread: when another
+thread closes the last one, at the main thread's next call or interrupt). Programs whose
 SIGINT is ``SIG_IGN`` or ``SIG_DFL`` get no Python-level interrupt, so nothing is installed for them. Vector envs
 used from other threads need no deferral (Python raises ``KeyboardInterrupt`` in the main thread only), and their
 sections cost nothing.
@@ -84,11 +85,18 @@ class InterruptGuard:
     # --- the handler ------------------------------------------------------------------------------------
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
-        """vecenv's SIGINT handler: defer inside a section (outside its waits), else the chained handler."""
+        """vecenv's SIGINT handler: defer inside a section (outside its waits), else the chained handler (put back
+        first where no vector env is open any more: the last one was closed by another thread)."""
         if self.depth and not self.waiting:
             self.deferred = (signum, frame)
             self.deferrals += 1
             return
+        chained = self.chained
+        if not self.users and chained is not None and not self.depth:
+            self._put_back()
+            if chained is not self.handler and callable(chained):
+                chained(signum, frame)
+                return
         self._chain(signum, frame)
 
     def _chain(self, signum: int, frame: FrameType | None) -> None:
@@ -114,10 +122,16 @@ class InterruptGuard:
         self.users += 1
 
     def release(self) -> None:
-        """A vector env closed: the last one puts the chained handler back (if vecenv's is still in place)."""
+        """A vector env closed: the last one puts the chained handler back (if vecenv's is still in place). Only the
+        main thread can: where another thread closes the last one, the main thread does at its next vecenv call
+        or at the next interrupt (whose handler is then the chained one, as it would have been)."""
         self.users = max(0, self.users - 1)
         if self.users or self.chained is None or _get_ident() != self.main:
             return
+        self._put_back()
+
+    def _put_back(self) -> None:
+        """Put the chained handler back (main thread), if vecenv's is still in place and no section runs."""
         if _getsignal(_SIGINT) is self.handler and not self.depth:
             try:
                 signal.signal(signal.SIGINT, self.chained)
@@ -139,8 +153,11 @@ class InterruptGuard:
         if _get_ident() != self.main:
             return False
         if not self.depth:
-            if self.users and _getsignal(_SIGINT) is not self.handler:
-                self._install()
+            if self.users:
+                if _getsignal(_SIGINT) is not self.handler:
+                    self._install()
+            elif self.chained is not None:  # the last vector env was closed by another thread
+                self._put_back()
             if self.deferred is not None:
                 self.raise_deferred()
         self.depth += 1
