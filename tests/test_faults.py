@@ -996,3 +996,33 @@ def test_envs_left_open_are_closed_when_their_process_ends(where, kind, tmp_path
         assert done.stdout.strip() == "CHILD 0", done.stdout + done.stderr
     closed = sorted(log.read_text().splitlines()) if log.exists() else []
     assert closed == ["closed 0", "closed 1"], done.stdout + done.stderr
+
+
+@pytest.mark.timeout(60)
+def test_a_step_collected_while_another_thread_closes_the_vector_env_raises_closed(monkeypatch):
+    """One thread waits in step() for an env that hangs while another thread closes the vector env: the waiting
+    thread gets ClosedVecEnvError (caused by what the closing did to its pipes), not an internal error."""
+    monkeypatch.setattr(vecenv.workers.base, "CLOSE_TIMEOUT", 0.5)
+    fns = [
+        functools.partial(make_env, offset=0),
+        functools.partial(make_env, offset=1, where="step", fault="hang", at=2),
+    ]
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2)
+    venv.reset()
+    venv.step(np.zeros(2, dtype=np.int64))
+    caught: list[BaseException] = []
+
+    def stepper() -> None:
+        try:
+            venv.step(np.zeros(2, dtype=np.int64))  # env 1 hangs in this step
+        except BaseException as exc:
+            caught.append(exc)
+
+    thread = threading.Thread(target=stepper)
+    thread.start()
+    time.sleep(0.5)  # (let the step reach the workers; closing earlier is a ClosedVecEnvError all the same)
+    venv.close()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert len(caught) == 1, caught
+    assert isinstance(caught[0], vecenv.errors.ClosedVecEnvError), repr(caught[0])

@@ -23,7 +23,7 @@ from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_
 from vecenv.engine.core import AsyncState, CallRequests, ResetRequests
 from vecenv.engine.partial_batches import PartialBatches
 from vecenv.engine.replies import call_all, gather
-from vecenv.errors import NoAsyncCallError, WorkerDiedError
+from vecenv.errors import ClosedVecEnvError, NoAsyncCallError, WorkerDiedError
 from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
 
@@ -98,8 +98,22 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         counted = GUARD.enter()
         try:
             return self._step_wait(counted)
+        except Exception as exc:
+            self._raise_if_closed_meanwhile(exc)
+            raise
         finally:
             GUARD.leave(counted, raise_at_end=False)
+
+    def _raise_if_closed_meanwhile(self, exc: Exception) -> None:
+        """A call failed: if another thread closed the vector env while it ran (its workers' pipes closed under
+        it), say so instead of the failure that caused.
+
+        :raises ClosedVecEnvError: from ``exc``, if the vector env is closed.
+        """
+        if self._closed and not isinstance(exc, ClosedVecEnvError):
+            raise ClosedVecEnvError(
+                f"{type(self).__name__} was closed (by another thread) while this call waited for its envs"
+            ) from exc
 
     def step(self, actions: BatchActions) -> VecEnvStepReturn:
         """Step every env: :meth:`step_async` then :meth:`step_wait` (as one call: a Ctrl-C never lands between
@@ -113,6 +127,9 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
             try:
                 self._step_async(actions)
                 return self._step_wait(counted)
+            except Exception as exc:
+                self._raise_if_closed_meanwhile(exc)
+                raise
             finally:
                 GUARD.leave(counted, raise_at_end=False)
         return super().step(actions)  # type: ignore[arg-type]  # a subclass's own step_async / step_wait
