@@ -117,6 +117,28 @@ def test_bad_actions_refused_before_any_env_steps(backend, make_venv, space, act
     assert [info["received"] for info in infos] == [1, 1]
 
 
+NO_ENV_AXIS = [
+    (DISCRETE, 1, r"expected a batch of shape \(2,\), got 1 \(type int\), which has no env axis"),
+    (DISCRETE, np.int64(1), r"expected a batch of shape \(2,\), got np.int64\(1\) \(type int64\)"),
+    (DISCRETE, np.array(1), r"expected a batch of shape \(2,\), got array\(1\) \(type ndarray\)"),
+    (spaces.Box(-1, 1, (), np.float32), 0.5, r"expected a batch of shape \(2,\), got 0.5 \(type float\)"),
+    (spaces.Dict({"d": DISCRETE}), {"d": 1}, r"expected a batch of 2 actions, got \{'d': 1\} \(type dict\)"),
+]
+
+
+@pytest.mark.parametrize(
+    ("space", "actions", "message"), NO_ENV_AXIS, ids=[f"case{i}" for i in range(len(NO_ENV_AXIS))]
+)
+def test_actions_without_an_env_axis_are_refused_naming_the_batch_expected(backend, make_venv, space, actions, message):
+    """A scalar, a 0-d array or a dict of scalars has no env axis: ValueError naming the batch expected (SB3 and
+    Gymnasium fail on it with an IndexError or TypeError), and nothing reaches an env."""
+    venv = make_venv(backend, [functools.partial(ActionSpaceEnv, space) for _ in range(2)])
+    venv.reset()
+    with pytest.raises(ValueError, match=r"actions must hold one action per env: " + message):
+        venv.step(actions)
+    assert venv.get_attr("received") == [[], []]
+
+
 def test_good_actions_in_every_accepted_layout_pass_the_check():
     """Integer dtypes of any width, bools for MultiBinary, (n, 1) for Discrete and lists all pass."""
     check = make_actions_checker(DISCRETE)

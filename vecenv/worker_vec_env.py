@@ -181,7 +181,16 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         if self._state is not AsyncState.IDLE or self._closed:
             self._check_idle("step_async")
         # (isinstance on Dict / Tuple spaces goes through ABCMeta: decided once, in __init__)
-        if (num_actions(self.action_space, actions) if self._composite_actions else len(actions)) != self.num_envs:
+        try:
+            count = num_actions(self.action_space, actions) if self._composite_actions else len(actions)
+        except TypeError:  # no env axis: a scalar, a 0-d array, a dict of scalars
+            shape = getattr(self.action_space, "shape", None)
+            layout = f"shape {(self.num_envs, *shape)}" if shape is not None else f"{self.num_envs} actions"
+            raise ValueError(
+                f"actions must hold one action per env: expected a batch of {layout}, got {actions!r:.80} (type "
+                f"{type(actions).__name__}), which has no env axis"
+            ) from None
+        if count != self.num_envs:
             raise ValueError(
                 f"actions must hold one action per env: expected {self.num_envs} actions, got "
                 f"{num_actions(self.action_space, actions)} (type {type(actions).__name__}"
