@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -1100,6 +1101,42 @@ def test_next_step_autoreset_returns_the_reset_info_as_the_env_gave_it(backend: 
         for key in theirs_infos:
             np.testing.assert_array_equal(ours_infos[key], theirs_infos[key])
         assert ours.step(np.zeros(2, dtype=np.int64))[4] == {}  # the episode's one step: nothing to report
+    finally:
+        ours.close()
+        theirs.close()
+
+
+class _KeyOrderEnv(gym.Env):
+    """A Dict action space whose keys are not sorted; the info names the keys of the action received, in order."""
+
+    observation_space = gym.spaces.Discrete(1)
+    action_space = gym.spaces.Dict(
+        OrderedDict([("z", gym.spaces.Discrete(2)), ("a", gym.spaces.Box(-1.0, 1.0, (2,), np.float32))])
+    )
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict]:
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict]:
+        return 0, 0.0, False, False, {"keys": ",".join(action)}
+
+
+@pytest.mark.parametrize("cls", ["SyncVectorEnv", "AsyncVectorEnv"])
+def test_dict_actions_reach_the_envs_with_the_keys_in_gymnasiums_order(cls: str) -> None:
+    """Gymnasium's batched Dict space sorts the keys (batch_space), and each env gets its action in that order."""
+    kwargs: dict[str, Any] = {"context": "fork"} if cls == "AsyncVectorEnv" else {}
+    ours, theirs = (
+        getattr(vg, cls)([_KeyOrderEnv] * 2, **kwargs),
+        getattr(gym.vector, cls)([_KeyOrderEnv] * 2, **kwargs),
+    )
+    try:
+        got = []
+        for envs in (ours, theirs):
+            envs.reset(seed=0)
+            envs.action_space.seed(0)
+            got.append(envs.step(envs.action_space.sample())[4]["keys"].tolist())
+        assert got[0] == got[1] == ["a,z", "a,z"]
     finally:
         ours.close()
         theirs.close()

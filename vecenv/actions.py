@@ -51,8 +51,9 @@ def split_actions(action_space: spaces.Space, actions: Any, start: int, stop: in
 
 def _action_at(space: spaces.Space, actions: Any, i: int) -> Any:
     """Env ``i``'s action from a batched (possibly nested) Dict / Tuple of arrays: a Dict action has the space's
-    keys in the space's order, whatever the batch's order (keys the space does not have are left out), as
-    Gymnasium's ``iterate`` builds it."""
+    keys in the space's order, whatever the batch's order (keys the space does not have are left out). (Gymnasium's
+    ``iterate`` orders them as its batched space, whose keys ``batch_space`` sorts: vecenv.gymnasium's classes go
+    through it where that order differs.)"""
     if isinstance(space, spaces.Dict) and isinstance(actions, Mapping):
         return {key: _action_at(sub, actions[key], i) for key, sub in space.spaces.items()}
     if isinstance(space, spaces.Tuple) and isinstance(actions, tuple):

@@ -42,6 +42,15 @@ def values_per_env(values: Any, num_envs: int) -> list[Any] | tuple[Any, ...]:
     return values
 
 
+def _key_orders(space: spaces.Space) -> Any:
+    """The key order of every Dict in ``space`` (nested in Dicts and Tuples), as a comparable structure."""
+    if isinstance(space, spaces.Dict):
+        return [(key, _key_orders(sub)) for key, sub in space.spaces.items()]
+    if isinstance(space, spaces.Tuple):
+        return [_key_orders(sub) for sub in space.spaces]
+    return None
+
+
 def _missing_final_obs(env_index: int, info: Mapping[str, Any]) -> RuntimeError:
     return RuntimeError(f"vecenv reset env {env_index} at its episode end without its final observation")
 
@@ -85,6 +94,9 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
         self._deep_obs = in_process or getattr(venv, "parent_envs", 0) > 0
         self._convert_obs = fresh_batch_to_gymnasium(venv.observation_space, deep=self._deep_obs)
         self._actions_as_is = isinstance(self.single_action_space, ARRAY_SPACES)
+        #: Gymnasium hands each env a Dict action with the keys in the batched space's order (batch_space sorts
+        #: them): where that differs from the env's space, actions go through Gymnasium's iterate as its do
+        self._iterate_actions = _key_orders(self.action_space) != _key_orders(self.single_action_space)
         #: the envs whose episode ended at the last step and were not reset since (Gymnasium's name): in NEXT_STEP
         #: mode the next step resets them; in DISABLED mode (SyncVectorEnv) they must be reset before a step
         self._autoreset_envs = np.zeros(self.num_envs, dtype=np.bool_)
@@ -177,7 +189,7 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
 
     def _convert_actions(self, actions: Any) -> Any:
         """Gymnasium's batched actions in a layout vecenv takes (arrays as they are, else one action per env)."""
-        if self._actions_as_is or is_array_batch(self.single_action_space, actions):
+        if self._actions_as_is or (not self._iterate_actions and is_array_batch(self.single_action_space, actions)):
             return actions
         return list(iterate(self.action_space, actions))
 
