@@ -311,6 +311,23 @@ def test_table_per_env_step_and_percent() -> None:
     assert str(stats) == stats.table()
 
 
+@pytest.mark.parametrize("where", ["cheap", "data"])
+def test_the_advice_to_ray_actors_names_what_ray_vec_env_has(where: str) -> None:
+    """RayVecEnv has neither parent_envs nor shared_memory: the advice to its actors names what it has."""
+    env, data, idle = (0.2, 0.1, 0.7) if where == "cheap" else (0.2, 0.5, 0.3)
+    workers = tuple(
+        _worker(f"Ray actor vecenv-1-abc-{k} (process {20 + k})", range(2 * k, 2 * k + 2), env, data, idle, 1000)
+        for k in range(2)
+    )
+    advice = _stats(workers, send=0.1, wait=0.6, collect=0.1, outside=0.2).advice()
+    assert advice is not None
+    assert "parent_envs" not in advice and "shared_memory" not in advice, advice
+    if where == "cheap":
+        assert advice.endswith("try more envs per actor, SubprocVecEnv, or DummyVecEnv"), advice
+    else:
+        assert advice.endswith("keep observations small, and return infos only when they carry something"), advice
+
+
 def test_table_columns_fit_long_labels() -> None:
     """A label longer than the first column (a Ray actor's name) widens the column: in every line the part
     starts, and the numbers end, where the header's ``part``, ``us/env-step`` and ``%`` do."""

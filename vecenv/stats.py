@@ -304,16 +304,18 @@ class StepStats:
             env = sum(worker.env_seconds for worker in remote)
             data = sum(worker.data_seconds for worker in remote)
             env_us = env * 1e6 / remote_steps
+            ray = all(worker.where.startswith("Ray actor") for worker in remote)  # (RayVecEnv's options differ)
             if idle > 0.5:
+                layouts = "more envs per actor, SubprocVecEnv" if ray else "more envs per worker, parent_envs"
                 return (
                     f"envs are cheap ({env_us:.1f} us per env-step): workers wait for the calling process "
-                    f"{100 * idle:.0f}% of the time; try more envs per worker, parent_envs, or DummyVecEnv"
+                    f"{100 * idle:.0f}% of the time; try {layouts}, or DummyVecEnv"
                 )
             if data > env:
+                keep = "keep observations small" if ray else "keep shared_memory=True and observations small"
                 return (
                     f"moving data costs the workers more than their envs ({data * 1e6 / remote_steps:.1f} vs "
-                    f"{env_us:.1f} us per env-step): keep shared_memory=True and observations small, and return "
-                    "infos only when they carry something"
+                    f"{env_us:.1f} us per env-step): {keep}, and return infos only when they carry something"
                 )
             busy = sum(worker.env_seconds for worker in remote) / sum(worker.wall_seconds for worker in remote)
             if busy > 0.8:
