@@ -227,24 +227,22 @@ class EngineCore(VecEnv):
                 "Build another one from the same env_fns instead."
             )
         state = self.__dict__.copy()
-        for name in ("_finalizer", "_exit_finalizer", "_guard_release", "_common_step", "_write_action"):
+        for name in _NOT_COPIED:
             del state[name]
-        del state["_check_actions"], state["_slot_rows"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._make_step_helpers(self.action_space)
         self._slot_rows = [] if self._slots is None else self._rows_of(self._slots.buffers)
+        self._watch_life()
         if self._closed:  # a copy of a closed vector env is closed: nothing to attach or release
-            self._finalizer = self._guard_release = weakref.finalize(self, _nothing)
             self._finalizer.detach()
-            self._exit_finalizer = multiprocessing.util.Finalize(self, _nothing)
             self._exit_finalizer.cancel()
+            self._guard_release = self._finalizer
             return
         # the copy's workers write into the copy's buffers (copying made each worker's views arrays of their own)
         self._attach_workers()
-        self._watch_life()
         GUARD.acquire()
         self._guard_release = weakref.finalize(self, GUARD.release)
 
@@ -480,12 +478,20 @@ class EngineCore(VecEnv):
             )
 
 
+#: what a copy of a vector env does not take along (rebuilt by :meth:`EngineCore.__setstate__`): its life's
+#: finalizers, the functions built from its spaces and workers, the views of its buffers
+_NOT_COPIED = (
+    "_finalizer",
+    "_exit_finalizer",
+    "_guard_release",
+    "_common_step",
+    "_write_action",
+    "_check_actions",
+    "_slot_rows",
+)
+
 #: the vector envs of this process that are not garbage yet (see :func:`_forget_inherited`)
 _OPEN: weakref.WeakSet[EngineCore] = weakref.WeakSet()
-
-
-def _nothing() -> None:
-    return None
 
 
 def _finalize_at_exit(ref: weakref.ref[EngineCore]) -> None:
