@@ -269,6 +269,12 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
         (["--autotune", "CartPole-v1", "--env-kwargs", '{"foo": 1}'], "cannot create CartPole-v1"),
         (["--autotune", "CartPole-v1", "--budget", "2"], f"the minimum is {MIN_BUDGET:g} s"),
         (["--autotune", "CartPole-v1", "-w", "cpu", "-b", "plain"], "--autotune does not take --workloads/-w, --back"),
+        # options of the benchmark run given at their default values are refused too, not silently ignored (and
+        # before the budget is checked: a budget too small stops a command that would ignore them)
+        (["--autotune", "CartPole-v1", "--budget", "1", "-w", "cartpole,image,cpu"], "not take --workloads/-w (opt"),
+        (["--autotune", "CartPole-v1", "--budget", "1", "-o", "benchmarks/results"], "not take --output-dir/-o (opt"),
+        (["--autotune", "CartPole-v1", "--budget", "1", "--case-timeout", "300"], "not take --case-timeout (opt"),
+        (["--autotune", "CartPole-v1", "--budget", "1", "--cpu-us", "200", "--n-workers", "1,4"], "--n-workers, --cpu"),
         (["--autotune", "CartPole-v1", "-n", "4,8"], "--autotune takes one number of envs, got 4,8"),
         (["--budget", "10"], "--env-kwargs, --budget and --trainer-us go with --autotune ENV_ID"),
         (["--trainer-us", "300"], "--env-kwargs, --budget and --trainer-us go with --autotune ENV_ID"),

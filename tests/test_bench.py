@@ -5,15 +5,19 @@ end-to-end run (JSON that parses back, a PNG that decodes). No timing assertions
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib.util
 import json
 import math
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,6 +32,7 @@ from tests.processes import pid_running, still_running
 from vecenv.bench import memory
 from vecenv.bench.runner import (
     BenchConfig,
+    BenchRun,
     Case,
     GymVectorAdapter,
     PlainLoop,
@@ -959,3 +964,356 @@ def test_wakeups_workers_end_when_the_waking_process_is_killed() -> None:
         parent.kill()
         parent.wait()
     assert still_running(pids) == []
+
+
+# --- the command: signals, output files, option values ----------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from ``/proc``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+    return found
+
+
+def _running_case_process(parent: subprocess.Popen[Any], patience: float = 60.0) -> int:
+    """The pid of the case process (``python -m vecenv.bench.runner``) that ``parent`` started, once it runs its
+    case: it has started a second thread (the one that watches its parent), well after ``parent``'s Popen returned."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline and parent.poll() is None:
+        for pid in _children(parent.pid):
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if b"vecenv.bench.runner" in command and len(os.listdir(f"/proc/{pid}/task")) >= 2:
+                    return pid
+        time.sleep(0.05)
+    raise AssertionError(f"no case process of {parent.pid} started (exit status {parent.poll()})")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc")
+def test_case_process_ends_itself_and_removes_its_folder_when_its_parent_is_killed(tmp_path: Any) -> None:
+    """A parent killed with SIGKILL cannot end its case process (a session of its own): the case process notices
+    that its parent is gone, and ends, removing its temporary folder, instead of running its case out."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    script = (
+        "from vecenv.bench.runner import Case, run_case_isolated\n"
+        "run_case_isolated(Case('cartpole', 1, 'plain', repeats=1, seconds=120, warmup_seconds=0.01), 300)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp)})
+    child = None
+    try:
+        child = _running_case_process(parent)
+        assert len(os.listdir(tmp)) == 1  # its vecenv-bench-* folder
+    finally:
+        parent.kill()
+        parent.wait()
+    try:
+        assert still_running([child]) == []
+        assert os.listdir(tmp) == []
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(child, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_ends_the_bench_command_with_its_case_process_and_temporary_folder(tmp_path: Any, signum: int) -> None:
+    """SIGTERM (or SIGHUP) to ``vecenv bench`` alone (not to the case process, in a session of its own) ends the
+    case process and removes its temporary folder before the command exits, with status 128 + the signal's number
+    and one line on stderr."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    command = [sys.executable, "-m", "vecenv", "bench", "-w", "cartpole", "-n", "1", "-b", "plain", "-r", "1",
+               "-s", "120", "--warmup", "0.01", "-o", str(tmp_path / "out")]  # fmt: skip
+    parent = subprocess.Popen(
+        command, env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    child = None
+    try:
+        child = _running_case_process(parent)
+        parent.send_signal(signum)
+        out, err = parent.communicate(timeout=60)
+        assert parent.returncode == 128 + signum, err
+        assert err.splitlines()[-1] == f"vecenv: terminated by {signal.Signals(signum).name}", err
+        assert "Traceback" not in err and out == ""
+        assert not pid_running(child)  # ended (and reaped) before the command exited
+        assert os.listdir(tmp) == []
+        assert not (tmp_path / "out").exists()
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.communicate()
+        if child is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(child, signal.SIGKILL)
+
+
+def test_an_ignored_hangup_stays_ignored_while_the_command_runs() -> None:
+    """Under ``nohup`` (SIGHUP ignored) the command leaves SIGHUP ignored, and SIGTERM's action is restored after."""
+    from vecenv.bench.cli import _terminate_by_exception
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN), signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        with _terminate_by_exception():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert callable(signal.getsignal(signal.SIGTERM))
+            os.kill(os.getpid(), signal.SIGHUP)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, previous[0])
+        signal.signal(signal.SIGTERM, previous[1] if previous[1] is not None else signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("option", ["--case-timeout", "--cpu-us", "--seconds", "--warmup"])
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e400"])
+def test_infinite_option_values_are_usage_errors(capsys: pytest.CaptureFixture[str], option: str, value: str) -> None:
+    """Durations and the cpu workload's CPU time must be finite: argparse's one line, exit status 2."""
+    from vecenv.bench.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["-w", "cpu", "-n", "1", "-b", "plain", f"{option}={value}"])
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    shown = "--seconds/-s" if option == "--seconds" else option
+    assert out == "" and "Traceback" not in err
+    assert err.splitlines()[-1] == f"vecenv bench: error: argument {shown}: expected a finite number > 0, got {value!r}"
+
+
+def test_positive_float_takes_finite_positive_numbers_only() -> None:
+    import argparse
+
+    from vecenv.cli_args import positive_float
+
+    assert positive_float("0.5") == 0.5 and positive_float("1e300") == 1e300 and positive_float("5e-324") > 0
+    for bad in ("0", "-1", "nan", "inf", "-inf", "Infinity", "1e400", "x"):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"expected a finite number > 0, got '{bad}'"):
+            positive_float(bad)
+
+
+def _fake_run(records: list[dict[str, Any]], cpu_us: float = 200.0) -> BenchRun:
+    """A finished run of these records (nothing measured), as ``run_benchmark`` returns it."""
+    settings = {**asdict(BenchConfig(cpu_us=cpu_us, repeats=1)), "cpu_iterations": 10}
+    machine = {"cpu_count": 2, "cpus_usable": 2, "cpu_model": "Test CPU", "date": "2026-01-01", "python": "3.x"}
+    return BenchRun(records, machine, settings, ["a note"], 1.0)
+
+
+#: What an earlier run left in the output folder (no PNG).
+_EARLIER = {"bench.png": b"OLD", "bench-speedup.png": b"OLD", "bench.md": b"old\n", "bench.json": b'{"old": true}\n'}
+
+
+def _earlier_report(folder: Path) -> None:
+    folder.mkdir(exist_ok=True)
+    for name, data in _EARLIER.items():
+        (folder / name).write_bytes(data)
+
+
+def _is_png(path: Path) -> bool:
+    data = path.read_bytes()
+    return data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+
+
+def test_report_is_rendered_before_any_file_is_replaced_and_bench_json_comes_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """write_outputs draws both charts first, then replaces each file atomically, bench.json last: interrupted
+    before bench.md, the folder has the new charts and still the earlier bench.md and bench.json (never a new
+    bench.json beside the charts of another run)."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from vecenv.bench import report
+
+    events: list[str] = []
+    grid, speedup, write = report.grid_figure, report.speedup_figure, report.atomic_write_bytes
+
+    def drawn(name: str, draw: Any) -> Any:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            events.append(f"draw {name}")
+            return draw(*args, **kwargs)
+
+        return spy
+
+    def written(path: str, data: bytes) -> None:
+        events.append(f"write {os.path.basename(path)}")
+        if path.endswith("bench.md"):
+            raise KeyboardInterrupt
+        write(path, data)
+
+    monkeypatch.setattr(report, "grid_figure", drawn("bench.png", grid))
+    monkeypatch.setattr(report, "speedup_figure", drawn("bench-speedup.png", speedup))
+    monkeypatch.setattr(report, "atomic_write_bytes", written)
+    out = tmp_path / "out"
+    _earlier_report(out)
+    with pytest.raises(KeyboardInterrupt):
+        report.write_outputs(_fake_run(_fake_records()), out)
+    assert events == [
+        "draw bench.png",
+        "draw bench-speedup.png",
+        "write bench.png",
+        "write bench-speedup.png",
+        "write bench.md",
+    ]
+    assert _is_png(out / "bench.png") and _is_png(out / "bench-speedup.png")
+    assert (out / "bench.md").read_bytes() == _EARLIER["bench.md"]
+    assert (out / "bench.json").read_bytes() == _EARLIER["bench.json"]
+    assert sorted(os.listdir(out)) == sorted(_EARLIER)
+
+
+def test_a_report_file_interrupted_while_written_keeps_the_earlier_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in the middle of writing bench.png (the first file): the earlier bench.png is left whole, no
+    temporary file is left, and no other file was replaced."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from vecenv import atomic
+    from vecenv.bench import report
+
+    def half_then_interrupt(file: Any, data: bytes) -> None:
+        file.write(data[: len(data) // 2])
+        file.flush()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic, "_write_payload", half_then_interrupt)
+    out = tmp_path / "out"
+    _earlier_report(out)
+    with pytest.raises(KeyboardInterrupt):
+        report.write_outputs(_fake_run(_fake_records()), out)
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == _EARLIER
+
+
+def test_a_report_without_the_plain_loop_removes_an_earlier_speedup_chart(tmp_path: Path) -> None:
+    """No plain loop, no bench-speedup.png: the one of an earlier run is removed, not left beside the new report."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from vecenv.bench.report import write_outputs
+
+    out = tmp_path / "out"
+    _earlier_report(out)
+    outputs = write_outputs(_fake_run([_record("cartpole", 4, "vecenv-dummy", 1e5)]), out)
+    assert outputs["speedup_png"] is None
+    assert sorted(os.listdir(out)) == ["bench.json", "bench.md", "bench.png"]
+    assert _is_png(out / "bench.png")
+    assert json.loads((out / "bench.json").read_text(encoding="utf-8"))["results"][0]["backend"] == "vecenv-dummy"
+
+
+def test_charts_name_the_cpu_workload_with_the_runs_cpu_us(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run with --cpu-us 50: both charts call the cpu workload "~50 us of CPU per step", as bench.md does."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from vecenv.bench.chart import workload_labels
+    from vecenv.bench.report import write_outputs
+
+    texts: list[list[str]] = []
+    savefig = Figure.savefig
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = savefig(self, *args, **kwargs)  # drawn: the tick labels are set
+        texts.append([text.get_text() for text in self.findobj(Text)])
+        return result
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    records = [_record("cpu", 1, "plain", 2e4), _record("cpu", 1, "vecenv-dummy", 1.9e4)]
+    write_outputs(_fake_run(records, cpu_us=50.0), tmp_path)
+    assert len(texts) == 2  # bench.png and bench-speedup.png
+    for figure_texts in texts:
+        assert "~50 us of CPU per step" in figure_texts
+        assert not any("200 us" in text for text in figure_texts)
+    assert "(~50 us)" in (tmp_path / "bench.md").read_text(encoding="utf-8")
+    assert workload_labels(1500.0)["cpu"] == "~1500 us of CPU per step"
+    assert workload_labels(None)["cpu"] == "~200 us of CPU per step"
+
+
+def _no_run(config: Any) -> Any:
+    raise AssertionError("no case may run")
+
+
+@pytest.mark.parametrize("name", ["bench.json", "bench.md", "bench.png", "bench-speedup.png"])
+def test_an_output_file_that_is_a_folder_is_refused_before_any_case_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """DIR/bench.json (or another output file) is a folder: one line naming that file, exit 2, before any case
+    runs and without writing anything."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from vecenv.bench.cli import main
+
+    monkeypatch.setattr("vecenv.bench.cli.run_benchmark", _no_run)
+    (tmp_path / name).mkdir()
+    assert main(["--quick", "-w", "cartpole", "-n", "1", "-b", "plain", "-o", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "vecenv bench: error: argument --output-dir/-o: expected a file path whose folder exists or can be created, "
+        f"got {str(tmp_path / name)!r}, which is an existing folder"
+    ]
+    assert os.listdir(tmp_path) == [name] and os.listdir(tmp_path / name) == []
+
+
+def test_an_output_file_that_cannot_be_written_after_the_run_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report file refused when written (after the checks passed): the line names that file and why."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from vecenv.bench import report
+    from vecenv.bench.cli import main
+
+    write = report.atomic_write_bytes
+
+    def refuse_markdown(path: str, data: bytes) -> None:
+        if path.endswith("bench.md"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        write(path, data)
+
+    monkeypatch.setattr("vecenv.bench.cli.run_benchmark", lambda config: _fake_run(_fake_records()))
+    monkeypatch.setattr(report, "atomic_write_bytes", refuse_markdown)
+    assert main(["--quick", "-w", "cartpole", "-n", "1", "-b", "plain", "-o", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "vecenv bench: error: argument --output-dir/-o: expected a file path whose folder exists or can be created, "
+        f"got {str(tmp_path / 'bench.md')!r}: cannot write it: permission denied"
+    ]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity")
+def test_plan_compares_worker_variants_with_the_default_layout_of_the_usable_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One usable core of eight (CPU affinity): SubprocVecEnv's default at N=4 is one worker, so
+    vecenv-subproc-w1 is that layout again and is left out, and w2 (two workers) runs; the note says so."""
+    from vecenv.subproc_vec_env import default_n_workers
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert default_n_workers() == 1  # what SubprocVecEnv starts without n_workers
+    cases, notes = plan_cases(BenchConfig(workloads=["cartpole"], num_envs=[4], n_workers=[1, 2, 4]), None)
+    variants = [c.backend for c in cases if c.backend.startswith("vecenv-subproc-w")]
+    assert variants == ["vecenv-subproc-w2", "vecenv-subproc-w4"]
+    assert any("(min(N, cores), 1 usable cores here)" in note for note in notes), notes
+
+
+def test_all_backends_given_with_others_is_refused_saying_all_goes_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    from vecenv.bench.cli import main
+
+    assert main(["--quick", "-b", "all,plain"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "vecenv bench: error: argument --backends/-b: 'all' (every available backend) must be given alone, got "
+        "'all,plain'"
+    ]

@@ -106,8 +106,8 @@ def non_negative_float(text: str) -> float:
 
 
 def positive_float(text: str) -> float:
-    """A number > 0 (not NaN)."""
-    return _number(text, float, lambda v: v > 0, "a positive number")
+    """A finite number > 0 (not NaN, not infinity)."""
+    return _number(text, float, lambda v: 0 < v < math.inf, "a finite number > 0")
 
 
 def json_object(text: str) -> dict[str, Any]:

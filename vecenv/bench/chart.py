@@ -44,6 +44,7 @@ __all__ = [
     "series_style",
     "speedup_data",
     "speedup_figure",
+    "workload_labels",
 ]
 
 #: Width of both figures, in inches: about a page's text column (736 px in the documentation site at a
@@ -154,7 +155,12 @@ def _log_tick_labels(axis: Any) -> None:
     axis.set_minor_formatter(Compact(labelOnlyBase=False, minor_thresholds=(1, 0.6)))
 
 
-def grid_figure(df: Any, title: str | None = None, backends: Sequence[str] | None = None) -> Any:
+def grid_figure(
+    df: Any,
+    title: str | None = None,
+    backends: Sequence[str] | None = None,
+    workload_names: dict[str, str] | None = None,
+) -> Any:
     """The figure of :func:`plot`: one row per workload, env-steps/s (left) and start-up time (right) against
     N, both on log scales, one line per backend, the legend above the rows.
 
@@ -162,9 +168,12 @@ def grid_figure(df: Any, title: str | None = None, backends: Sequence[str] | Non
     :param title: the figure's title (the machine, the date, the commit).
     :param backends: the backends to draw, in legend order (default: every backend of the results, in their
         order); a backend without results is left out.
+    :param workload_names: display names of the workloads, in the rows' titles (default: :data:`WORKLOAD_NAMES`,
+        else the names in the results; :func:`workload_labels` gives those of a run).
     :return: the matplotlib ``Figure`` (on an ``Agg`` canvas).
     """
     require_bench("matplotlib")
+    row_titles = WORKLOAD_NAMES if workload_names is None else workload_names
     ok = df[df["status"] == "ok"]
     workloads = list(dict.fromkeys(df["workload"])) or [""]
     drawn = list(dict.fromkeys(df["backend"])) if backends is None else list(backends)
@@ -178,7 +187,7 @@ def grid_figure(df: Any, title: str | None = None, backends: Sequence[str] | Non
     panels = [("env_steps_per_s", "env-steps/s (median)"), ("startup_s", "start-up s (build + reset)")]
     for row, workload in enumerate(workloads):
         part = parts[row + 1]
-        part.suptitle(WORKLOAD_NAMES.get(workload, workload), fontsize=_FONT["title"], fontweight="bold")
+        part.suptitle(row_titles.get(workload, workload), fontsize=_FONT["title"], fontweight="bold")
         axes = part.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
         rows = ok[ok["workload"] == workload]
         ns = sorted({int(n) for n in df[df["workload"] == workload]["num_envs"]})
@@ -221,7 +230,11 @@ def grid_figure(df: Any, title: str | None = None, backends: Sequence[str] | Non
 
 
 def plot(
-    df: Any, path: str | os.PathLike[str], title: str | None = None, backends: Sequence[str] | None = None
+    df: Any,
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    backends: Sequence[str] | None = None,
+    workload_names: dict[str, str] | None = None,
 ) -> None:
     """Draw :func:`grid_figure` (env-steps/s and start-up time against N, one row per workload) as a PNG.
 
@@ -229,8 +242,9 @@ def plot(
     :param path: the PNG to write.
     :param title: the figure's title.
     :param backends: the backends to draw, in order (default: all of the results).
+    :param workload_names: display names of the workloads (default: :data:`WORKLOAD_NAMES`).
     """
-    grid_figure(df, title, backends).savefig(os.fspath(path), dpi=DPI)
+    grid_figure(df, title, backends, workload_names).savefig(os.fspath(path), dpi=DPI)
 
 
 #: The series of :func:`plot_speedup`: (backend, label); ``"vecenv-best"`` is the fastest of
@@ -245,8 +259,23 @@ SPEEDUP_SERIES: list[tuple[str, str]] = [
 #: The backends among which ``"vecenv-best"`` picks: vecenv's own layouts of Python envs (not its
 #: Gymnasium-API classes, which run the same engine, nor its adapter over EnvPool).
 VECENV_LAYOUTS = re.compile(r"vecenv-(dummy|subproc|subproc-w\d+|subproc-parent)")
-#: Workload names in the charts' titles and under the bars of :func:`plot_speedup`.
+#: Workload names in the charts' titles and under the bars of :func:`plot_speedup`, for the default ``--cpu-us``
+#: (:func:`workload_labels` gives those of another).
 WORKLOAD_NAMES = {"cartpole": "CartPole-v1", "image": "84x84x4 image", "cpu": "~200 us of CPU per step"}
+
+
+def workload_labels(cpu_us: float | None = None) -> dict[str, str]:
+    """The workload names of the charts of a run whose cpu workload takes ``cpu_us`` microseconds of CPU per step
+    (``vecenv bench --cpu-us``): :data:`WORKLOAD_NAMES` with the cpu workload's ``~{cpu_us} us of CPU per step``.
+
+    :param cpu_us: the run's ``cpu_us`` setting; None: :data:`WORKLOAD_NAMES` as they are.
+    """
+    names = dict(WORKLOAD_NAMES)
+    if cpu_us is not None:
+        names["cpu"] = f"~{cpu_us:g} us of CPU per step"
+    return names
+
+
 # a colour and a hatch per series of :func:`speedup_figure`, the colours those of the grid's lines
 _SPEEDUP_STYLES: dict[str, dict[str, Any]] = {
     "plain": {"color": "0.55", "hatch": ""},

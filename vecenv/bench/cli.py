@@ -15,18 +15,29 @@ the same way, and it exits with status 1 when a layout failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from vecenv.bench.autotune import DEFAULT_BUDGET, DEFAULT_NUM_ENVS, AutotuneError, autotune, check_budget
-from vecenv.bench.report import write_outputs
-from vecenv.bench.runner import BenchConfig, backend_spec, default_backend_names, run_benchmark
+from vecenv.bench.report import OUTPUT_FILES, write_outputs
+from vecenv.bench.runner import (
+    DEFAULT_N_WORKERS,
+    BenchConfig,
+    backend_spec,
+    default_backend_names,
+    run_benchmark,
+)
 from vecenv.bench.workloads import WORKLOADS
 from vecenv.cli_args import (
     EXIT_CASE_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    OUTPUT_FILE,
     OUTPUT_FOLDER,
     UsageError,
     check_output_path,
@@ -40,12 +51,25 @@ from vecenv.cli_args import (
 )
 from vecenv.optional import BenchDependencyError, require_bench
 
-__all__ = ["add_arguments", "add_bench_parser", "build_parser", "cmd_bench", "main"]
+__all__ = ["Terminated", "add_arguments", "add_bench_parser", "build_parser", "cmd_bench", "main"]
 
 DEFAULT_OUTPUT_DIR = "benchmarks/results"
+DEFAULT_CPU_US = 200.0
+DEFAULT_CASE_TIMEOUT = 300.0
 #: Settings of a normal run and of ``--quick`` (used for options not given on the command line).
 NORMAL = {"num_envs": [1, 4, 16, 64], "repeats": 5, "seconds": 0.5, "warmup": 0.2}
 QUICK = {"num_envs": [1, 4], "repeats": 2, "seconds": 0.05, "warmup": 0.02}
+#: Defaults of the other options of the benchmark run, whose parsed value is None when not given (so that
+#: ``--autotune`` can tell an option given at its default value from one not given).
+DEFAULTS: dict[str, Any] = {
+    "workloads": list(WORKLOADS),
+    "n_workers": list(DEFAULT_N_WORKERS),
+    "output_dir": DEFAULT_OUTPUT_DIR,
+    "cpu_us": DEFAULT_CPU_US,
+    "case_timeout": DEFAULT_CASE_TIMEOUT,
+}
+#: The signals that end ``vecenv bench`` through :class:`Terminated` (where their action is the default one).
+TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 DESCRIPTION = """\
 Measure env-steps/s, start-up time and memory of vecenv's DummyVecEnv and SubprocVecEnv against
@@ -73,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workloads",
         "-w",
         type=comma_list(_workload, "workloads"),
-        default=list(WORKLOADS),
+        default=None,
         metavar="LIST",
         help=f"comma-separated workloads among {','.join(WORKLOADS)} (default: all)",
     )
@@ -97,9 +121,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--n-workers",
         type=comma_list(positive_int, "positive integers"),
-        default=[1, 4],
+        default=None,
         metavar="LIST",
-        help="n_workers of the extra vecenv-subproc-w<K> variants, when SubprocVecEnv supports it (default: 1,4)",
+        help="n_workers of the extra vecenv-subproc-w<K> variants, when SubprocVecEnv supports it (default: "
+        f"{','.join(map(str, DEFAULT_N_WORKERS))})",
     )
     parser.add_argument(
         "--repeats",
@@ -127,24 +152,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output-dir",
         "-o",
-        default=DEFAULT_OUTPUT_DIR,
+        default=None,
         metavar="DIR",
-        help="where to write bench.json, bench.md and the charts; created if missing (default: %(default)s)",
+        help=f"where to write bench.json, bench.md and the charts; created if missing (default: {DEFAULT_OUTPUT_DIR})",
     )
     parser.add_argument("--quick", action="store_true", help="tiny settings (N=1,4, short repeats), for smoke tests")
     parser.add_argument(
         "--cpu-us",
         type=positive_float,
-        default=200.0,
+        default=None,
         metavar="US",
-        help="CPU time per step of the cpu workload, in microseconds (default: %(default)g)",
+        help=f"CPU time per step of the cpu workload, in microseconds (default: {DEFAULT_CPU_US:g})",
     )
     parser.add_argument(
         "--case-timeout",
         type=positive_float,
-        default=300.0,
+        default=None,
         metavar="S",
-        help="kill a case that takes longer than this, in seconds (default: %(default)g)",
+        help=f"kill a case that takes longer than this, in seconds (default: {DEFAULT_CASE_TIMEOUT:g})",
     )
     parser.add_argument(
         "--no-preload",
@@ -218,9 +243,12 @@ def build_parser(prog: str = "vecenv bench") -> argparse.ArgumentParser:
 
 
 def _pick(args: argparse.Namespace, name: str) -> Any:
+    """The value of option ``name``: as given, else its default (of ``--quick`` where it has one)."""
     value = getattr(args, name, None)
     if value is not None:
         return value
+    if name in DEFAULTS:
+        return DEFAULTS[name]
     return (QUICK if args.quick else NORMAL)[name]
 
 
@@ -235,38 +263,102 @@ def _list_backends(n_workers: Sequence[int]) -> int:
 
 def _config(args: argparse.Namespace) -> BenchConfig:
     backends = args.backends
+    n_workers = _pick(args, "n_workers")
     if backends is not None:
         if backends == ["all"]:
             backends = None
+        elif "all" in backends:
+            raise UsageError(
+                f"argument --backends/-b: 'all' (every available backend) must be given alone, got "
+                f"{','.join(backends)!r}"
+            )
         else:
             for name in backends:
                 try:
                     backend_spec(name)
                 except KeyError:
-                    known = ", ".join(default_backend_names(args.n_workers))
+                    known = ", ".join(default_backend_names(n_workers))
                     raise UsageError(
                         f"unknown backend {name!r}: choose from {known}, vecenv-subproc-w<K>, or all"
                     ) from None
     return BenchConfig(
-        workloads=list(dict.fromkeys(args.workloads)),
+        workloads=list(dict.fromkeys(_pick(args, "workloads"))),
         num_envs=sorted(set(_pick(args, "num_envs"))),
         backends=list(dict.fromkeys(backends)) if backends is not None else None,
-        n_workers=list(dict.fromkeys(args.n_workers)),
+        n_workers=list(dict.fromkeys(n_workers)),
         repeats=_pick(args, "repeats"),
         seconds=_pick(args, "seconds"),
         warmup_seconds=_pick(args, "warmup"),
-        cpu_us=args.cpu_us,
+        cpu_us=_pick(args, "cpu_us"),
         isolate=args.isolate,
         preload=args.preload,
-        case_timeout=args.case_timeout,
+        case_timeout=_pick(args, "case_timeout"),
     )
+
+
+class Terminated(SystemExit):
+    """Raised in ``vecenv bench``'s main thread when the command receives SIGTERM or SIGHUP, so that what a run
+    started is ended on the way out (a case process and its temporary folder) as on Ctrl-C; its ``code`` is
+    ``128 + the signal's number``, the exit status of a process ended by that signal."""
+
+    @property
+    def signal_name(self) -> str:
+        """The signal's name, e.g. ``"SIGTERM"``."""
+        return signal.Signals(int(self.code or 0) - 128).name
+
+
+@contextlib.contextmanager
+def _terminate_by_exception() -> Iterator[None]:
+    """While in the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (once; a repeated signal
+    is ignored while the first one's clean-up runs). Only signals whose action is the default one (ending the
+    process at once) are changed, and only in the main thread; their actions are restored on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised = False
+
+    def handler(signum: int, frame: object) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise Terminated(128 + signum)
+
+    previous = {}
+    try:
+        for sig in TERMINATING_SIGNALS:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                previous[sig] = signal.signal(sig, handler)
+        yield
+    finally:
+        for sig, action in previous.items():
+            signal.signal(sig, action)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run ``vecenv bench`` with parsed ``args``; print the table; return the exit status.
 
-    :return: 0, 1 if a case failed, 2 for a usage error or a missing dependency (one line on stderr).
+    SIGTERM and SIGHUP end the command as Ctrl-C does, through :class:`Terminated`: the running case process
+    is ended and the temporary files are removed; it then prints ``vecenv: terminated by SIGTERM`` and returns
+    ``128 + the signal's number`` (143 for SIGTERM).
+
+    :return: 0, 1 if a case failed, 2 for a usage error or a missing dependency (one line on stderr), 128 + N
+        after signal N (SIGTERM, SIGHUP).
     """
+    try:
+        with _terminate_by_exception():
+            return _cmd_bench(args)
+    except Terminated as exc:
+        print(f"vecenv: terminated by {exc.signal_name}", file=sys.stderr)
+        return int(exc.code or 0)
+
+
+def _output_files(output_dir: str) -> list[str]:
+    """The paths of the files ``vecenv bench`` writes in ``output_dir``."""
+    return [os.path.join(output_dir, name) for name in OUTPUT_FILES]
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    """:func:`cmd_bench` without its signal handling."""
     prefix = f"{getattr(args, 'prog', 'vecenv bench')}: error:"
     if getattr(args, "autotune", None) is not None:
         return _cmd_autotune(args, prefix)
@@ -274,21 +366,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"{prefix} --env-kwargs, --budget and --trainer-us go with --autotune ENV_ID", file=sys.stderr)
         return EXIT_USAGE
     if args.list_backends:
-        return _list_backends(args.n_workers)
+        return _list_backends(_pick(args, "n_workers"))
+    output_dir = _pick(args, "output_dir")
     try:
         require_bench("pandas")
         require_bench("matplotlib")
         config = _config(args)
-        check_output_path("--output-dir/-o", args.output_dir, folder=True)
+        check_output_path("--output-dir/-o", output_dir, folder=True)
+        for path in _output_files(output_dir):  # (an output file that is an existing folder, say)
+            check_output_path("--output-dir/-o", path, folder=False)
     except (BenchDependencyError, UsageError) as exc:
         print(f"{prefix} {exc}", file=sys.stderr)
         return EXIT_USAGE
 
     run = run_benchmark(config)
     try:
-        outputs = write_outputs(run, args.output_dir)
+        outputs = write_outputs(run, output_dir)
     except OSError as exc:
-        error = path_error("--output-dir/-o", args.output_dir, OUTPUT_FOLDER, f"cannot write in it: {os_reason(exc)}")
+        if exc.filename is not None and os.fsdecode(exc.filename) in _output_files(output_dir):
+            name = os.fsdecode(exc.filename)
+            error = path_error("--output-dir/-o", name, OUTPUT_FILE, f"cannot write it: {os_reason(exc)}")
+        else:
+            error = path_error("--output-dir/-o", output_dir, OUTPUT_FOLDER, f"cannot write in it: {os_reason(exc)}")
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_USAGE
     print(outputs["table"])
@@ -306,7 +405,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _autotune_conflicts(args: argparse.Namespace) -> list[str]:
-    """The options of the benchmark run given with ``--autotune`` (those that differ from their defaults)."""
+    """The options of the benchmark run given with ``--autotune``: those whose value is not the parser's default
+    (None for an option that takes a value, so that one given at its documented default value counts too)."""
     parser = build_parser()
     defaults = parser.parse_args([])
     own = {"autotune", "env_kwargs", "budget", "trainer_us", "num_envs", "help", "handler", "prog"}

@@ -9,6 +9,7 @@ results with derived columns, the Markdown table), :mod:`vecenv.bench.targets` (
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import os
@@ -17,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from vecenv.bench.chart import plot, plot_speedup
+from vecenv.atomic import atomic_write_bytes
+from vecenv.bench.chart import DPI, grid_figure, plot, speedup_figure, workload_labels
 from vecenv.bench.machine import machine_info
 from vecenv.bench.runner import BenchRun
 from vecenv.bench.tables import (
@@ -39,6 +41,7 @@ from vecenv.optional import require_bench as require
 __all__ = [
     "BENCH_EXTRA_HINT",
     "COLUMNS",
+    "OUTPUT_FILES",
     "PLAIN",
     "SB3_REFERENCE",
     "TABLE_COLUMNS",
@@ -59,6 +62,8 @@ __all__ = [
 ]
 
 BENCH_EXTRA_HINT = install_hint("bench")
+#: The files :func:`write_outputs` writes in the output folder, in the order it writes them.
+OUTPUT_FILES = ("bench.png", "bench-speedup.png", "bench.md", "bench.json")
 #: The Markdown table of text cells (scripts in benchmarks/ import it under this name).
 _markdown = render_markdown
 
@@ -130,20 +135,32 @@ def report_markdown(run: BenchRun, df: Any, targets: Sequence[TargetResult]) -> 
     return "\n".join(lines) + "\n"
 
 
+def _png(figure: Any) -> bytes:
+    """A matplotlib figure as the bytes of a PNG file, at the charts' :data:`~vecenv.bench.chart.DPI`."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
 def write_outputs(run: BenchRun, output_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Write ``bench.json``, ``bench.md``, ``bench.png`` and ``bench-speedup.png`` to ``output_dir`` (created if
-    needed). ``bench-speedup.png`` (:func:`~vecenv.bench.chart.plot_speedup`, at the largest N of the plain loop)
-    is written only where the plain loop ran.
+    """Write ``bench.png``, ``bench-speedup.png``, ``bench.md`` and ``bench.json`` to ``output_dir`` (created if
+    needed). ``bench-speedup.png`` (:func:`~vecenv.bench.chart.speedup_figure`, at the largest N of the plain loop)
+    is written only where the plain loop ran; where it did not, the ``bench-speedup.png`` of an earlier run is
+    removed. The charts name the cpu workload with the run's ``cpu_us``
+    (:func:`~vecenv.bench.chart.workload_labels`).
+
+    Every file is rendered first, then each is replaced atomically (:func:`~vecenv.atomic.atomic_write_bytes`: a
+    reader sees the earlier file or the whole new one), in the order of :data:`OUTPUT_FILES`, ``bench.json`` last:
+    a new ``bench.json`` comes with the new charts and ``bench.md`` of its run.
 
     :return: ``{"json": path, "markdown": path, "png": path, "speedup_png": path or None, "frame": DataFrame,
         "targets": [...], "table": the Markdown results table, "targets_table": the Markdown targets table}``.
+    :raises OSError: if a file cannot be written or the stale ``bench-speedup.png`` removed (its ``filename`` is
+        that file's path), or the folder cannot be created.
     """
-    os.makedirs(output_dir, exist_ok=True)
     df = results_frame(run.records)
     targets = check_targets(df)
-    json_path = os.path.join(output_dir, "bench.json")
-    md_path = os.path.join(output_dir, "bench.md")
-    png_path = os.path.join(output_dir, "bench.png")
+    png_path, speedup_path, md_path, json_path = (os.path.join(output_dir, name) for name in OUTPUT_FILES)
     data = {
         "machine": run.machine,
         "settings": run.settings,
@@ -153,27 +170,33 @@ def write_outputs(run: BenchRun, output_dir: str | os.PathLike[str]) -> dict[str
         "notes": run.notes,
         "command": sys.argv,
     }
-    with open(json_path, "w", encoding="utf-8") as f:
-        json.dump(_clean(data), f, indent=1)
-        f.write("\n")
-    with open(md_path, "w", encoding="utf-8") as f:
-        f.write(report_markdown(run, df, targets))
+    json_bytes = (json.dumps(_clean(data), indent=1) + "\n").encode("utf-8")
+    md_bytes = report_markdown(run, df, targets).encode("utf-8")
     machine = run.machine
     commit = f" at {machine['vecenv_commit']}" if machine.get("vecenv_commit") else ""  # the commit it measured
     cpus = f"{machine.get('cpu_count')} CPUs, {machine.get('cpu_model') or ''}"
     title = f"vecenv bench{commit}: {cpus}, {machine.get('date')}"
-    plot(df, png_path, title=title)
-    speedup_path: str | None = os.path.join(output_dir, "bench-speedup.png")
+    names = workload_labels(run.settings.get("cpu_us"))
+    png_bytes = _png(grid_figure(df, title, workload_names=names))
+    speedup_bytes: bytes | None
     try:
         cores = machine.get("cpus_usable") or machine.get("cpu_count")
-        plot_speedup(df, os.path.join(output_dir, "bench-speedup.png"), title=title, cores=cores)
+        speedup_bytes = _png(speedup_figure(df, title=title, cores=cores, workload_names=names)[0])
     except ValueError:  # the plain loop did not run: there is no reference to draw the ratios to
-        speedup_path = None
+        speedup_bytes = None
+    os.makedirs(output_dir, exist_ok=True)
+    atomic_write_bytes(png_path, png_bytes)
+    if speedup_bytes is not None:
+        atomic_write_bytes(speedup_path, speedup_bytes)
+    elif os.path.lexists(speedup_path) and not os.path.isdir(speedup_path):
+        os.remove(speedup_path)  # an earlier run's, which would be taken for this run's
+    atomic_write_bytes(md_path, md_bytes)
+    atomic_write_bytes(json_path, json_bytes)
     return {
         "json": json_path,
         "markdown": md_path,
         "png": png_path,
-        "speedup_png": speedup_path,
+        "speedup_png": speedup_path if speedup_bytes is not None else None,
         "frame": df,
         "targets": targets,
         "table": markdown_table(df),

@@ -24,13 +24,13 @@ How a case is measured:
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from vecenv import vec_env
 from vecenv.bench.adapters import BenchBackend, EnvFn, GymVectorAdapter, PlainLoop, VecEnvAdapter
 from vecenv.bench.backends import (
     BACKENDS,
@@ -112,6 +112,10 @@ class BenchRun:
 def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Case], list[str]]:
     """The cases to run for ``config`` and notes on the backends and cases left out.
 
+    A ``vecenv-subproc-w<K>`` variant is left out (unless named in ``config.backends``) where ``K > N``, and where
+    it is the default layout, ``min(N, cores)`` with ``cores`` the default ``n_workers`` of ``SubprocVecEnv``
+    (:func:`vecenv.vec_env.default_n_workers`: the cores this process may run on).
+
     :raises KeyError: for an unknown backend name.
     """
     explicit = config.backends is not None
@@ -125,7 +129,7 @@ def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Ca
             available.append(spec)
         else:
             notes.append(f"{spec.name} skipped: {reason}")
-    cpu_count = os.cpu_count() or 1
+    cores = vec_env.default_n_workers()  # SubprocVecEnv's default n_workers: the usable cores (CPU affinity)
     mem_mib = mem_available_mib()
     cases: list[Case] = []
     for workload in config.workloads:
@@ -134,7 +138,7 @@ def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Ca
                 if spec.workloads is not None and workload not in spec.workloads:
                     continue  # e.g. EnvPool: only its own envs
                 k = spec.n_workers
-                if k is not None and not explicit and (k > n or k == min(cpu_count, n)):
+                if k is not None and not explicit and (k > n or k == min(cores, n)):
                     continue  # the same layout as another variant or as the default
                 if spec.name == "vecenv-subproc-parent" and parent_share(n) == 0:
                     continue  # no share for this process: the default layout
@@ -171,7 +175,7 @@ def plan_cases(config: BenchConfig, cpu_iterations: int | None) -> tuple[list[Ca
     if variants and not explicit:
         notes.append(
             f"{', '.join(variants)} (n_workers=K) run only where K <= N and K differs from the default "
-            f"layout (min(N, cores), {cpu_count} cores here)"
+            f"layout (min(N, cores), {cores} usable cores here)"
         )
     return cases, notes
 
