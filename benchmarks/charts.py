@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from vecenv.bench.chart import Speedup, plot, plot_speedup
+from vecenv.bench.chart import Speedup, plot, plot_speedup, workload_labels
 from vecenv.bench.tables import COLUMNS, add_derived
 from vecenv.optional import require_bench
 
@@ -44,6 +44,16 @@ def load_runs(paths: Sequence[str]) -> tuple[Any, dict[str, Any]]:
         if column not in df.columns:
             df[column] = None
     return add_derived(df[COLUMNS]), machine
+
+
+def _cpu_us(paths: Sequence[str]) -> float | None:
+    """The ``cpu_us`` setting of the run that measured the cpu workload (the first such file), or None."""
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if any(record["workload"] == "cpu" for record in data["results"]):
+            return data.get("settings", {}).get("cpu_us")
+    return None
 
 
 def _title(machine: dict[str, Any], what: str) -> str:
@@ -69,13 +79,14 @@ def main(argv: Sequence[str] | None = None) -> Speedup | None:
     )
     args = parser.parse_args(argv)
     df, machine = load_runs(args.runs)
+    names = workload_labels(_cpu_us(args.runs))
     if args.grid:
-        plot(df, args.grid, title=_title(machine, "vecenv bench"), backends=args.backends)
+        plot(df, args.grid, title=_title(machine, "vecenv bench"), backends=args.backends, workload_names=names)
     if not args.speedup:
         return None
     cores = machine.get("cpus_usable") or machine.get("cpu_count")
     title = _title(machine, "vecenv bench")
-    speedup = plot_speedup(df, args.speedup, num_envs=args.num_envs, title=title, cores=cores)
+    speedup = plot_speedup(df, args.speedup, num_envs=args.num_envs, title=title, cores=cores, workload_names=names)
     for label, values in speedup.series.items():
         print(f"{label:<34}" + "".join(f"{w} {v:5.2f}x  " for w, v in zip(speedup.workloads, values, strict=True)))
     fastest = zip(speedup.workloads, speedup.best_layouts, strict=True)
