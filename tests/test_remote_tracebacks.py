@@ -119,3 +119,78 @@ def test_the_calling_process_adds_the_source_lines_the_worker_lacked(tmp_path: P
     assert isinstance(rebuilt.__cause__, RemoteTraceback)
     assert rebuilt.__cause__.tb == expected
     assert "    raise ValueError('boom')\n" in "".join(traceback.format_exception(rebuilt))
+
+
+SCRIPT_STATE = textwrap.dedent(
+    """\
+    import dataclasses
+    import sys
+
+    import gymnasium as gym
+    import numpy as np
+
+    from vecenv import SubprocVecEnv
+
+
+    @dataclasses.dataclass
+    class State:
+        t: int
+
+        def check(self):
+            if self.t > 2:
+                raise ValueError("state out of range")
+
+
+    class StateEnv(gym.Env):
+        observation_space = gym.spaces.Box(0.0, 100.0, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            state = State(self.t)
+            state.check()
+            return np.zeros(1, np.float32), 0.0, False, False, {"state": state}
+
+
+    if __name__ == "__main__":
+        method = sys.argv[1]
+        venv = SubprocVecEnv([StateEnv], start_method=method)
+        venv.reset()
+        _, _, _, infos = venv.step(np.zeros(1, np.int64))  # an instance of State comes back, pickled by value
+        assert infos[0]["state"] == State(1)
+        print("PARENT", State.check.__code__.co_filename)
+        venv.env_method("reset", options={"state": State(0)})  # and one goes to the worker, pickled by value
+        venv.close()
+        venv = SubprocVecEnv([StateEnv], start_method=method)  # a second vector env: its factory pickled again
+        venv.reset()
+        try:
+            for _ in range(3):
+                venv.step(np.zeros(1, np.int64))
+        except ValueError as exc:
+            print("WORKER", [line for line in str(exc.__cause__).splitlines() if line.startswith("  File")][-1])
+        venv.close()
+    """
+)
+
+
+@pytest.mark.skipif(not METHODS, reason="neither forkserver nor spawn")
+@pytest.mark.parametrize("method", METHODS)
+def test_main_script_classes_that_cross_between_processes_keep_their_file_names(tmp_path: Path, method: str) -> None:
+    """An instance of a main-script class in an info (or an env_method argument) crosses between the processes
+    pickled by value: loading it replaces the code of the class the process has (cloudpickle tracks it), which
+    still names the script's file, in the calling process and in the workers' tracebacks."""
+    script = tmp_path / "state_script.py"
+    script.write_text(SCRIPT_STATE)
+    line_number = SCRIPT_STATE.splitlines().index('            raise ValueError("state out of range")') + 1
+    result = subprocess.run(
+        [sys.executable, str(script), method], capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert f"PARENT {script}" in lines, result.stdout
+    assert f'WORKER   File "{script}", line {line_number}, in check' in lines, result.stdout

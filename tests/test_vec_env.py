@@ -691,6 +691,21 @@ def test_step_async_twice(any_backend, make_venv):
     np.testing.assert_array_equal(rewards, [1.5, 1.5])  # the first actions were used
 
 
+def test_calls_refused_while_a_step_is_pending_or_after_close_name_the_method_called(any_backend, make_venv):
+    """The refusal names the method the caller called (env_is_wrapped, get_images), not an internal command."""
+    venv = make_venv(any_backend, counter_fns(2, render_mode="rgb_array"))
+    venv.reset()
+    venv.step_async(np.array([1, 1]))
+    with pytest.raises(vecenv.AlreadyPendingCallError, match=r"^Cannot call env_is_wrapped\(\) while a step"):
+        venv.env_is_wrapped(gym.Wrapper)
+    with pytest.raises(vecenv.AlreadyPendingCallError, match=r"^Cannot call get_images\(\) while a step"):
+        venv.get_images()
+    venv.step_wait()
+    venv.close()
+    with pytest.raises(vecenv.ClosedVecEnvError, match=r"^Cannot call env_is_wrapped\(\) on a closed"):
+        venv.env_is_wrapped(gym.Wrapper)
+
+
 def test_reset_while_step_pending(any_backend, make_venv):
     """reset() with a pending step discards the step and resets; stepping works afterwards."""
     venv = make_venv(any_backend, counter_fns(2))

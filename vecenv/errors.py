@@ -369,12 +369,12 @@ class PackedException:
         self.tb = tb
         self.missing_attribute = _missing_attribute(exc)
         self.env_index = env_index_of(exc)
-        try:
-            self.payload: bytes | None = cloudpickle.dumps(exc)
+        try:  # (keeping file names: see vecenv.workers.messages.dumps)
+            self.payload: bytes | None = dumps_keeping_file_names(exc)
         except Exception:
             self.payload = None
         try:
-            self.type_payload: bytes | None = cloudpickle.dumps(type(exc))
+            self.type_payload: bytes | None = dumps_keeping_file_names(type(exc))
         except Exception:
             self.type_payload = None
 

@@ -97,21 +97,20 @@ class SubprocVecEnv(WorkerVecEnv):
         that step or their next one, and a :class:`RuntimeWarning` names the cause. Over the budget the
         error is raised as without restarts; a worker that died or was killed is never used again. See
         docs/reliability.md.
-    :param wait_mode: how this process and the worker processes wait for each other's messages. ``"block"``:
-        in the kernel (``poll(2)`` / ``read(2)``), which costs a wake-up (tens of microseconds on a VM) per
-        message. ``"spin"``: first spin (up to 1 ms, yielding the core to any process that needs it) on a
-        counter the other side bumps in shared memory, then block as above: this process for every step's
-        replies, each worker for every request. ``"auto"`` (default): only processes that have a core of their
-        own among those this process may run on (:func:`os.sched_getaffinity`) spin: this process and the
-        workers if ``n_workers + 1`` fit the cores, the workers alone (this process blocks) if ``n_workers``
-        do, else nobody; each spin lasts about 1.5 times the waits it has been seeing, none while those are
-        longer than 1 ms, and the workers block instead while this process spends over 50 us or over 1.5 busy
-        cores between steps (a trainer's work, which needs the cores), unless its busy cores, at least one, fit
-        in the cores the spinning workers leave free (e.g. a single-threaded trainer beside 8 workers on 16
-        cores). Dead workers, timeouts, restarts and Ctrl-C are handled the same in every mode. Spinning needs
-        ``shared_memory=True`` (without it every mode blocks).
-        ``step_stats()`` says which mode is in use and the time spent spinning; measurements in
-        docs/performance.md.
+    :param wait_mode: how this process and the worker processes wait for each other's messages. ``"block"``: in the
+        kernel (``poll(2)`` / ``read(2)``), which costs a wake-up (tens of microseconds on a VM) per message.
+        ``"spin"``: first spin (up to 1 ms, yielding the core to any process that needs it) on a counter the other
+        side bumps in shared memory, then block as above: this process for every step's replies, each worker for
+        every request. ``"auto"`` (default): only processes that have a core of their own among those this process
+        may run on (:func:`os.sched_getaffinity`) spin: this process and the workers if ``n_workers + 1`` fit the
+        cores, the workers alone (this process blocks) if ``n_workers`` do and are 2 or more, else nobody (on one
+        core, nobody); each spin lasts about 1.5 times the waits it has been seeing, none while those are longer
+        than 1 ms, and the workers block instead while this process spends over 50 us or over 1.5 busy cores between
+        steps (a trainer's work, which needs the cores), unless its busy cores, at least one, fit in the cores the
+        spinning workers leave free (e.g. a single-threaded trainer beside 8 workers on 16 cores). Dead workers,
+        timeouts, restarts and Ctrl-C are handled the same in every mode. Spinning needs ``shared_memory=True``
+        (without it every mode blocks). ``step_stats()`` says which mode is in use and the time spent spinning;
+        measurements in docs/performance.md.
     :param rewards_dtype: dtype of the rewards ``(num_envs,)`` that ``step`` returns: ``np.float32`` (None, the
         default: as SB3's ``DummyVecEnv``, and as vecenv's :class:`DummyVecEnv`) or ``np.float64``: what SB3's
         ``SubprocVecEnv`` returns for envs whose rewards are Python floats (``np.stack`` of them), the envs'

@@ -23,6 +23,10 @@ from vecenv.stats import StepStats, WorkerStats
 __all__ = ["SubEnvCalls"]
 
 
+#: the method the caller called, for the commands whose name is not that method's
+_CALLED = {Command.IS_WRAPPED: "env_is_wrapped", Command.RENDER: "get_images"}
+
+
 class SubEnvCalls(Recovery):
     """Calls on sub-envs (see the module docstring)."""
 
@@ -40,7 +44,7 @@ class SubEnvCalls(Recovery):
         :return: what :meth:`finish_call` needs.
         :raises AlreadyPendingCallError: if a step, a partial batch, a reset or a call is in flight.
         """
-        self._check_idle(command.label)
+        self._check_idle(_CALLED.get(command, command.label))
         if self._unsettled:
             self._settle()
         targets = self._normalize_indices(indices)

@@ -45,13 +45,13 @@ from itertools import repeat
 from time import perf_counter
 from typing import Any
 
-import cloudpickle
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import any_set
 from vecenv.errors import (
     PackedException,
     WorkerDiedError,
+    dumps_keeping_file_names,
 )
 from vecenv.protocol import Command
 from vecenv.spaces import batch_assign
@@ -92,11 +92,15 @@ def label(doing: Command | str) -> str:
 
 
 def dumps(obj: Any) -> bytes:
-    """``obj`` pickled (cloudpickle for what pickle refuses: lambdas, local classes; it loads with pickle)."""
+    """``obj`` pickled (cloudpickle for what pickle refuses: lambdas, local classes, the main script's classes;
+    it loads with pickle). What cloudpickle pickles by value keeps its file name
+    (:func:`~vecenv.errors.dumps_keeping_file_names`): loading a class of the main script by value replaces the
+    code of the class the other process already has (cloudpickle tracks it), which would otherwise name its file
+    ``<dynamic-code>`` from then on, in that process's tracebacks and in what it pickles later."""
     try:
         return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
-        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        return dumps_keeping_file_names(obj)
 
 
 class MessageWorker(Worker):
@@ -207,7 +211,7 @@ class MessageWorker(Worker):
             else:
                 data = bytes([STEP_SHARED_PARTIAL]) + dumps(list(indices))
         else:
-            data = bytes([CALL]) + cloudpickle.dumps((command, payload))
+            data = bytes([CALL]) + dumps_keeping_file_names((command, payload))
         timeout = (
             self.step_timeout if command is Command.STEP else self.reset_timeout if command is Command.RESET else None
         )
