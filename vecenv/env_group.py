@@ -334,7 +334,7 @@ class EnvGroup(SubEnvRequests):
         """Gymnasium's NEXT_STEP: this step resets env ``j`` (its action is ignored); ``position``: its place among
         the step's infos. :return: ``(obs, info)``, the info being a copy of the reset info."""
         obs, self.reset_infos[j] = self._reset_one(j, None, None)
-        self._write_obs(self.obs, j, obs)  # (refused: the reset failed, and the next step tries it again)
+        self._check_first_obs(j, obs)  # (refused: the reset failed, and the next step tries it again)
         self.needs_reset[j] = False
         self.reset_by_last_step.append(j)
         try:
@@ -373,13 +373,21 @@ class EnvGroup(SubEnvRequests):
         ignored) and report that episode end. :return: ``(obs, reward, info)`` of that step."""
         reward, info, rich, terminated, truncated = self._unfinished[j]
         obs, self.reset_infos[j] = self._reset_one(j, None, None)
-        self._write_obs(self.obs, j, obs)  # (refused: the reset failed again, and the next step tries it again)
+        self._check_first_obs(j, obs)  # (refused: the reset failed again, and the next step tries it again)
         del self._unfinished[j]
         self.ended.append(j)
         self.dones[j], self.terminations[j], self.truncations[j] = True, terminated, truncated
         if rich:
             self.rich_infos.append(position)
         return obs, reward, info
+
+    def _check_first_obs(self, j: int, obs: Any) -> None:
+        """Inside an automatic reset of env ``j`` (:meth:`step` stores its first observation next): raise
+        :class:`ValueError` now if that observation does not fit, so that the reset counts as failed. An array of
+        the row's exact dtype and shape, the common case, is only looked at; anything else is stored through
+        the checking writer (which raises, or stores it as :meth:`step` would)."""
+        if type(obs) is not np.ndarray or obs.dtype is not self._row_dtype or obs.shape != self._row_shape:
+            self._write_obs(self.obs, j, obs)
 
     def _end_episode(
         self,
@@ -422,7 +430,7 @@ class EnvGroup(SubEnvRequests):
                 del info["terminal_observation"]
             try:
                 obs, self.reset_infos[j] = self._reset_one(j, None, None)
-                self._write_obs(self.obs, j, obs)  # (a first observation that does not fit fails the reset)
+                self._check_first_obs(j, obs)  # (a first observation that does not fit fails the reset)
             except BaseException:
                 self._failed_autoreset = (reward, info, rich, bool(terminated), bool(truncated))
                 raise
