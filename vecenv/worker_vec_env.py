@@ -112,7 +112,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         """
         if self._closed and not isinstance(exc, ClosedVecEnvError):
             raise ClosedVecEnvError(
-                f"{type(self).__name__} was closed (by another thread) while this call waited for its envs"
+                "the vector env was closed (by another thread) while this call waited for its envs"
             ) from exc
 
     def step(self, actions: BatchActions) -> VecEnvStepReturn:

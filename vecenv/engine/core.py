@@ -221,15 +221,25 @@ class EngineCore(VecEnv):
         :raises TypeError: where envs run in worker processes or Ray actors, which a copy cannot take along
             (SB3's ``SubprocVecEnv`` and Gymnasium's ``AsyncVectorEnv`` refuse too); the original is unchanged.
         """
-        if not all(worker.copyable for worker in self._workers):
-            raise TypeError(
-                f"{type(self).__name__} cannot be copied or pickled: its envs run in worker processes or Ray actors. "
-                "Build another one from the same env_fns instead."
-            )
+        if not self.copyable:
+            raise self.uncopyable_error(type(self).__name__)
         state = self.__dict__.copy()
         for name in _NOT_COPIED:
             del state[name]
         return state
+
+    @property
+    def copyable(self) -> bool:
+        """Whether ``copy.deepcopy`` and ``pickle`` take this vector env: its envs run in the calling process."""
+        return all(worker.copyable for worker in self._workers)
+
+    def uncopyable_error(self, name: str) -> TypeError:
+        """The error of a copy of this vector env (not :attr:`copyable`), as the caller's class ``name``."""
+        where = next(worker.runs_in for worker in self._workers if not worker.copyable)
+        return TypeError(
+            f"{name} cannot be copied or pickled: its envs run in {where}. Build another one from the same "
+            "env_fns instead."
+        )
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

@@ -104,6 +104,8 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
     def __getstate__(self) -> dict[str, Any]:
         """``copy.deepcopy`` and ``pickle``, as Gymnasium's ``SyncVectorEnv``: see
         :meth:`vecenv.engine.core.EngineCore.__getstate__` (a :class:`TypeError` where envs run in worker processes)."""
+        if not self._venv.copyable:
+            raise self._venv.uncopyable_error(type(self).__name__)
         state = self.__dict__.copy()
         del state["_convert_obs"]
         return state

@@ -121,6 +121,8 @@ class Worker(ABC):
     #: whether a vector env over this worker can be copied (``copy.deepcopy``) and pickled: only where the envs
     #: live in the calling process (worker processes and Ray actors cannot be copied with it)
     copyable = False
+    #: where the envs of such a worker run, for messages
+    runs_in = "worker processes"
 
     #: whether :meth:`use_obs_rows` is implemented: a vector env hands out observations without a copy
     #: (:mod:`vecenv.engine.obs_slots`) only if every worker can write into another slot

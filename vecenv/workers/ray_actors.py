@@ -141,6 +141,8 @@ class RayWorker(MessageWorker):
     :raises TimeoutError: if Ray did not register the actor within ``connect_timeout``.
     """
 
+    runs_in = "Ray actors"
+
     def __init__(
         self,
         env_fns: Sequence[Callable[[], gym.Env]],
