@@ -171,11 +171,9 @@ class EnvGroup(SubEnvRequests):
     def __len__(self) -> int:
         return len(self.envs)
 
-    # --- copies (copy.deepcopy, pickle: DummyVecEnv's envs, as SB3's) -----------------------------------------
-
     def __getstate__(self) -> dict[str, Any]:
-        """The group's state without what is derived from its spaces and buffers (rebuilt by :meth:`__setstate__`;
-        the vector env that holds the group attaches the copy's buffers to it)."""
+        """For copies (DummyVecEnv's): the state without what derives from the spaces and buffers (rebuilt by
+        :meth:`__setstate__`; the copied vector env attaches its buffers)."""
         state = self.__dict__.copy()
         for name in ("handlers", "_write_terminal_row", "_write_obs"):
             del state[name]
@@ -382,10 +380,9 @@ class EnvGroup(SubEnvRequests):
         return obs, reward, info
 
     def _check_first_obs(self, j: int, obs: Any) -> None:
-        """Inside an automatic reset of env ``j`` (:meth:`step` stores its first observation next): raise
-        :class:`ValueError` now if that observation does not fit, so that the reset counts as failed. An array of
-        the row's exact dtype and shape, the common case, is only looked at; anything else is stored through
-        the checking writer (which raises, or stores it as :meth:`step` would)."""
+        """Inside an automatic reset of env ``j``: raise :class:`ValueError` now if its first observation does not
+        fit, so that the reset fails. An array of the row's dtype and shape is only looked at (:meth:`step` stores
+        it next); anything else goes through the checking writer (which raises, or stores it)."""
         if type(obs) is not np.ndarray or obs.dtype is not self._row_dtype or obs.shape != self._row_shape:
             self._write_obs(self.obs, j, obs)
 
