@@ -24,6 +24,7 @@ from vecenv.errors import (
     describe_dropped,
     drop_uncopyable,
 )
+from vecenv.group_accounts import GroupAccounts
 from vecenv.protocol import Command, EmptyOptions
 from vecenv.spaces import create_batch_buffer, make_obs_writer, make_row_writer
 from vecenv.sub_envs import (
@@ -42,7 +43,7 @@ __all__ = ["EnvGroup", "check_same_spaces", "is_wrapped"]
 _PLACEHOLDER_INFO: dict[str, Any] = {"TimeLimit.truncated": False}
 
 
-class EnvGroup(SubEnvRequests):
+class EnvGroup(GroupAccounts, SubEnvRequests):
     """Owns ``k`` sub-envs and steps them into preallocated batch buffers with Stable-Baselines3's rules.
 
     Episode end: ``done = terminated or truncated`` and ``info["TimeLimit.truncated"] = truncated and not
@@ -185,39 +186,6 @@ class EnvGroup(SubEnvRequests):
         self._write_terminal_row = make_row_writer(self.observation_space)
         self._write_obs = make_obs_writer(self.observation_space)
         self.handlers = self._make_handlers()
-
-    # --- the accounts of vecenv.stats ---------------------------------------------------------------
-
-    def restart_accounts(self) -> None:
-        """Start the group's time accounts (:meth:`accounts`) again from zero."""
-        #: seconds inside the envs' ``step`` and ``reset`` (automatic resets included)
-        self.env_seconds = 0.0
-        #: the part of :attr:`env_seconds` spent in resets the vector env asked for (RESET requests)
-        self.requested_reset_env_seconds = 0.0
-        #: seconds inside :meth:`step` and :meth:`reset` (env calls and vecenv's own work on them)
-        self.busy_seconds = 0.0
-        self.env_steps = 0
-        self.resets = 0
-        self.episodes = 0
-
-    def accounts(self, restart: bool = False) -> dict[str, Any]:
-        """The group's time accounts (seconds, counts), see :class:`vecenv.stats.WorkerStats`.
-
-        :param restart: start the accounts again from zero after reading them.
-        :return: ``env_seconds``, ``requested_reset_env_seconds``, ``busy_seconds``, ``env_steps``, ``resets``,
-            ``episodes``.
-        """
-        accounts = {
-            "env_seconds": self.env_seconds,
-            "requested_reset_env_seconds": self.requested_reset_env_seconds,
-            "busy_seconds": self.busy_seconds,
-            "env_steps": self.env_steps,
-            "resets": self.resets,
-            "episodes": self.episodes,
-        }
-        if restart:
-            self.restart_accounts()
-        return accounts
 
     def _fail(self, exc: BaseException, local_index: int, command: Command) -> None:
         add_env_context(exc, self.env_indices[local_index], command.label)

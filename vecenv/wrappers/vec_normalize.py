@@ -26,8 +26,9 @@ from vecenv.atomic import atomic_write_bytes
 from vecenv.base import VecEnv, VecEnvObs, VecEnvStepReturn
 from vecenv.running_mean_std import RunningMeanStd, clip_symmetric
 from vecenv.spaces import is_image_space
-from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next, unwrap_vec_wrapper, wrapper_below
+from vecenv.wrappers.base import VecEnvWrapper, autoreset_mode_of, resets_next
 from vecenv.wrappers.normalize_format import read_normalization_file, write_normalization_file
+from vecenv.wrappers.normalize_stacks import sync_envs_normalization, unwrap_vec_normalize, warn_if_normalized
 from vecenv.wrappers.normalize_state import (
     NormalizationFileError,
     NormalizationState,
@@ -52,21 +53,6 @@ SaveFormat = Literal["vecenv", "sb3"]
 _SAVE_FORMATS = ("vecenv", "sb3")
 #: The file-name ending (any case) for which :meth:`VecNormalize.save` writes SB3's pickle by default.
 SB3_SUFFIX = ".pkl"
-
-_SB3_VEC_NORMALIZE = "stable_baselines3.common.vec_env.vec_normalize.VecNormalize"
-
-
-def _warn_if_normalized(venv: VecEnv) -> None:
-    existing = wrapper_below(venv, VecNormalize, _SB3_VEC_NORMALIZE)
-    if existing is not None:
-        warnings.warn(
-            f"The env being wrapped in VecNormalize is already normalized by a "
-            f"{type(existing).__module__}.{type(existing).__name__} wrapper below it: observations and rewards would "
-            "be normalized twice. Wrap the unnormalized env instead, or use unwrap_vec_normalize(env) to reach the "
-            "existing wrapper.",
-            UserWarning,
-            stacklevel=3,
-        )
 
 
 class VecNormalize(VecEnvWrapper):
@@ -112,7 +98,7 @@ class VecNormalize(VecEnvWrapper):
         epsilon: float = 1e-8,
         norm_obs_keys: list[str] | None = None,
     ) -> None:
-        _warn_if_normalized(venv)
+        warn_if_normalized(venv, VecNormalize)
         VecEnvWrapper.__init__(self, venv)
         self.norm_obs = norm_obs
         self.norm_obs_keys = norm_obs_keys
@@ -223,7 +209,7 @@ class VecNormalize(VecEnvWrapper):
         if self.__dict__.get("venv") is not None:
             raise ValueError("Trying to set venv of already initialized VecNormalize wrapper.")
         check_space_matches(describe_space(self.observation_space), venv.observation_space)
-        _warn_if_normalized(venv)
+        warn_if_normalized(venv, VecNormalize)
         self.venv = venv
         self.num_envs = venv.num_envs
         self.class_attributes = dict(inspect.getmembers(self.__class__))
@@ -560,45 +546,3 @@ class VecNormalize(VecEnvWrapper):
             os.fspath(load_path),
         )
         return VecNormalize._from_state(state, venv)
-
-
-def unwrap_vec_normalize(env: VecEnv) -> VecNormalize | None:
-    """Return the outermost :class:`VecNormalize` in the wrapper stack of ``env`` (SB3 semantics).
-
-    :param env: a vectorized environment, wrapped or not.
-    :return: the first :class:`VecNormalize` walking down from ``env``, or None.
-    """
-    return unwrap_vec_wrapper(env, VecNormalize)
-
-
-def sync_envs_normalization(env: VecEnv, eval_env: VecEnv) -> None:
-    """Copy the normalization statistics of ``env`` into ``eval_env`` (deep copies; SB3 semantics).
-
-    Both wrapper stacks are walked in step: wherever ``env`` has a :class:`VecNormalize`, ``eval_env``
-    must have one at the same depth, and gets a copy of its ``obs_rms`` (if it has one) and ``ret_rms``.
-    Other settings (``training``, ``norm_reward``, ...) are not touched.
-
-    :param env: the training env.
-    :param eval_env: the evaluation env, wrapped the same way.
-    :raises AssertionError: if ``eval_env`` is not wrapped like ``env`` (as SB3).
-    """
-    env_tmp, eval_env_tmp = env, eval_env
-    while isinstance(env_tmp, VecEnvWrapper):
-        assert isinstance(eval_env_tmp, VecEnvWrapper), (
-            "Error while synchronizing normalization stats: expected the eval env to be "
-            f"a VecEnvWrapper but got {eval_env_tmp} instead. "
-            "This is probably due to the training env not being wrapped the same way as the evaluation env. "
-            f"Training env type: {env_tmp}."
-        )
-        if isinstance(env_tmp, VecNormalize):
-            assert isinstance(eval_env_tmp, VecNormalize), (
-                "Error while synchronizing normalization stats: expected the eval env to be "
-                f"a VecNormalize but got {eval_env_tmp} instead. "
-                "This is probably due to the training env not being wrapped the same way as the evaluation env. "
-                f"Training env type: {env_tmp}."
-            )
-            if "obs_rms" in env_tmp.__dict__:
-                eval_env_tmp.obs_rms = copy.deepcopy(env_tmp.obs_rms)
-            eval_env_tmp.ret_rms = copy.deepcopy(env_tmp.ret_rms)
-        env_tmp = env_tmp.venv
-        eval_env_tmp = eval_env_tmp.venv
