@@ -11,6 +11,7 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -88,6 +89,15 @@ def build_venv(backend: str, env_fns: list[Callable]) -> vecenv.VecEnv:
         return vecenv.RayVecEnv(env_fns, **RAY_TEST_OPTIONS)  # type: ignore[arg-type]
     assert backend.startswith("subproc-"), backend
     return vecenv.SubprocVecEnv(env_fns, start_method=backend.removeprefix("subproc-"))
+
+
+@pytest.fixture
+def built() -> Iterator[list[Any]]:
+    """A list the test appends the vector envs it builds to; each is closed at teardown."""
+    venvs: list[Any] = []
+    yield venvs
+    for venv in venvs:
+        venv.close()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -89,14 +89,6 @@ class HandStepped:
                 assert "terminal_observation" not in infos[i]
             np.testing.assert_array_equal(obs[i], expected_obs, err_msg=f"step {self.steps}, env {i}")
         self.steps += 1
-
-
-@pytest.fixture
-def built() -> Iterator[list[Any]]:
-    venvs: list[Any] = []
-    yield venvs
-    for venv in venvs:
-        venv.close()
 
 
 def subproc_venv(built: list[Any], n_envs: int, wait_mode: str) -> vecenv.SubprocVecEnv:

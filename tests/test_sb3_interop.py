@@ -68,6 +68,43 @@ print(sb3.is_vecenv_wrapped(sb3.VecNormalize(wrapped), sb3.VecNormalize), sb3.un
 
 @pytest.mark.sb3
 @pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 is not installed (make test-sb3)")
+def test_vecenvs_stack_helpers_walk_through_sb3s_wrappers():
+    """vecenv's ``unwrap_vec_normalize`` / ``is_vecenv_wrapped`` / ``sync_envs_normalization`` walk through a wrapper
+    written against SB3's ``VecEnvWrapper`` and find SB3's ``VecNormalize``, as SB3's own helpers do with vecenv's
+    classes: the evaluation env gets the training env's statistics."""
+    import gymnasium as gym
+    from stable_baselines3.common import vec_env as sb3
+
+    import vecenv
+
+    class SB3Passthrough(sb3.VecEnvWrapper):
+        def reset(self):
+            return self.venv.reset()
+
+        def step_wait(self):
+            return self.venv.step_wait()
+
+    def stack(normalize: Any) -> Any:
+        return SB3Passthrough(normalize(vecenv.DummyVecEnv([lambda: gym.make("CartPole-v1")])))
+
+    for normalize in (vecenv.VecNormalize, sb3.VecNormalize):
+        train, evaluation = stack(normalize), stack(normalize)
+        train.reset()
+        for _ in range(20):
+            train.step(np.zeros(1, dtype=np.int64))
+        assert vecenv.unwrap_vec_normalize(train) is train.venv
+        assert vecenv.is_vecenv_wrapped(train, vecenv.VecNormalize)
+        assert sb3.unwrap_vec_normalize(train) is train.venv
+        vecenv.sync_envs_normalization(train, evaluation)
+        np.testing.assert_array_equal(evaluation.venv.obs_rms.mean, train.venv.obs_rms.mean)
+        np.testing.assert_array_equal(evaluation.venv.ret_rms.var, train.venv.ret_rms.var)
+        assert evaluation.venv.obs_rms is not train.venv.obs_rms
+        train.close()
+        evaluation.close()
+
+
+@pytest.mark.sb3
+@pytest.mark.skipif(not HAS_SB3, reason="stable-baselines3 is not installed (make test-sb3)")
 def test_ppo_trains_on_subproc_vec_env():
     """PPO learns on a vecenv SubprocVecEnv (under SB3's own VecNormalize) and evaluate_policy runs on it.
 

@@ -38,6 +38,29 @@ VecEnvObs = Union[np.ndarray, dict[str, np.ndarray], tuple[np.ndarray, ...]]  # 
 VecEnvStepReturn = tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict]]
 
 
+#: per class: whether its ``step_async`` and ``step_wait`` are both vecenv's own code
+_VECENV_HALVES: dict[type, bool] = {}
+
+
+def _halves_are_vecenvs(venv: Any) -> bool:
+    """Whether ``venv.step()`` runs only vecenv's code around its waits: at every level of the stack (``venv``,
+    then each ``venv`` attribute down), the class's ``step_async`` and ``step_wait`` are vecenv's, not a
+    subclass's or a mixin's. Only such a step is one Ctrl-C section: code of the caller's in it would otherwise
+    run with Ctrl-C deferred (and a wait of its own could not be interrupted)."""
+    while venv is not None:
+        cls = type(venv)
+        own = _VECENV_HALVES.get(cls)
+        if own is None:
+            own = _VECENV_HALVES[cls] = all(
+                getattr(getattr(cls, name, None), "__module__", "").startswith("vecenv.")
+                for name in ("step_async", "step_wait")
+            )
+        if not own:
+            return False
+        venv = getattr(venv, "__dict__", {}).get("venv")
+    return True
+
+
 def tile_images(images_nhwc: Sequence[np.ndarray]) -> np.ndarray:
     """Tile ``N`` images of equal size into one near-square grid image, padding with black.
 
@@ -242,11 +265,17 @@ class VecEnv(ABC):
         """Step all sub-environments: :meth:`step_async` then :meth:`step_wait`.
 
         A Ctrl-C never lands between the two halves (see :mod:`vecenv.interrupts`): raised while the envs step,
-        it leaves the step to be completed by the next call, as an env's exception does.
+        it leaves the step to be completed by the next call, as an env's exception does. That holds where the
+        halves of every level of the stack are vecenv's; a stack with a ``step_async`` / ``step_wait`` of
+        yours in it (a subclass, your own wrapper) is stepped as SB3 steps it, so that Ctrl-C interrupts your
+        code at once (vecenv's own vector env still defers it across its bookkeeping).
 
         :param actions: one action per env, ``(num_envs, *action_shape)``.
         :return: ``(obs, rewards, dones, infos)`` as :meth:`step_wait`.
         """
+        if not _halves_are_vecenvs(self):
+            self.step_async(actions)
+            return self.step_wait()
         counted = GUARD.enter()
         try:
             self.step_async(actions)

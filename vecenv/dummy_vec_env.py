@@ -25,6 +25,9 @@ from vecenv.workers import InProcessWorker
 
 __all__ = ["DummyVecEnv"]
 
+#: what ``buf_obs`` / ``buf_infos`` hold until a subclass assigns its own
+_NOT_REPLACED = object()
+
 
 class DummyVecEnv(WorkerVecEnv):
     """Steps every env in sequence in the calling process (Stable-Baselines3's ``DummyVecEnv``).
@@ -141,12 +144,29 @@ class DummyVecEnv(WorkerVecEnv):
     @property
     def buf_obs(self) -> OrderedDict[Any, np.ndarray]:
         """SB3's view of the observation buffer the envs wrote last: an ``OrderedDict`` of ``(num_envs, *shape)``
-        arrays keyed as SB3's ``obs_space_info`` (``None`` for a non-Dict space); not defined for nested spaces."""
+        arrays keyed as SB3's ``obs_space_info`` (``None`` for a non-Dict space); not defined for nested spaces.
+
+        A subclass may assign its own (as SB3's allows, e.g. one that steps a batched model in its own ``step``):
+        from then on this attribute is that object, which vecenv's own steps do not write into."""
+        replaced = self.__dict__.get("_replaced_buf_obs", _NOT_REPLACED)
+        if replaced is not _NOT_REPLACED:
+            return replaced
         if self.nested_spaces or self._obs_buffer is None:
             raise AttributeError("buf_obs")
         return buffer_as_obs_dict(self.observation_space, self._obs_buffer)
 
+    @buf_obs.setter
+    def buf_obs(self, value: Any) -> None:
+        self.__dict__["_replaced_buf_obs"] = value
+
     @property
     def buf_infos(self) -> list[dict[str, Any]]:
-        """The infos returned by the last step (SB3 attribute)."""
+        """The infos returned by the last step (SB3 attribute); a subclass may assign its own, as ``buf_obs``."""
+        replaced = self.__dict__.get("_replaced_buf_infos", _NOT_REPLACED)
+        if replaced is not _NOT_REPLACED:
+            return replaced
         return self._last_infos
+
+    @buf_infos.setter
+    def buf_infos(self, value: Any) -> None:
+        self.__dict__["_replaced_buf_infos"] = value

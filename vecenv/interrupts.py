@@ -8,9 +8,11 @@ for a reply that never comes.
 
 So vecenv's calls run as *sections* in which an interrupt is *deferred*: the SIGINT handler records it and the
 code goes on. The section's *waits* are the exceptions: while vecenv waits for its workers (a pipe, a spin on
-shared memory, Ray) or runs an env's own code in the calling process, nothing is half done, so an interrupt
-is raised there at once, as before (a deferred one is raised as a wait begins). A deferred interrupt is raised
-at the first of:
+shared memory, Ray) or runs an env's own code in the calling process (or another library's vector env, adapted),
+nothing is half done, so an interrupt is raised there at once, as before (a deferred one is raised as a wait
+begins). A ``step()`` is one section only where every level of the stack steps with vecenv's own code; with a
+caller's ``step_async`` / ``step_wait`` in it, it runs as SB3's (``vecenv.base._halves_are_vecenvs``). A
+deferred interrupt is raised at the first of:
 
 - the next wait (the requests in flight are collected by the next call; see docs/reliability.md);
 - the end of the vector env's ``step_wait``, after the step's results were set aside so that the next step
@@ -192,6 +194,17 @@ class InterruptGuard:
         interrupt arriving now cannot leave it raised)."""
         if counted:
             self.waiting -= 1
+
+    def run_waiting(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run code that is not vecenv's (another library's vector env) as a wait: Ctrl-C is raised in it at once.
+
+        :return: what ``function`` returns.
+        """
+        counted = self.wait_begin()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            self.wait_end(counted)
 
     def raise_deferred(self) -> None:
         """Deliver the deferred interrupt now (the chained handler raises ``KeyboardInterrupt``)."""

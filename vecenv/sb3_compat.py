@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-__all__ = ["install", "register_with_sb3"]
+__all__ = ["install", "register_with_sb3", "sb3_counterpart"]
 
 SB3_VEC_ENV_MODULE = "stable_baselines3.common.vec_env"
 
@@ -68,6 +68,22 @@ _CLASS_PAIRS = {
     "VecExtractDictObs": "VecExtractDictObs",
     "VecVideoRecorder": "VecVideoRecorder",
 }
+
+
+def sb3_counterpart(cls: type) -> type | None:
+    """SB3's class that vecenv's ``cls`` stands for (vecenv's ``VecNormalize``: SB3's ``VecNormalize``), if SB3's
+    ``vec_env`` module is loaded; None otherwise, or for a class that is none of vecenv's counterparts. Does not
+    import SB3."""
+    sb3 = sys.modules.get(SB3_VEC_ENV_MODULE)
+    if sb3 is None:
+        return None
+    import vecenv
+
+    for sb3_name, our_name in _CLASS_PAIRS.items():
+        if getattr(vecenv, our_name, None) is cls:
+            found = getattr(sb3, sb3_name, None)
+            return found if isinstance(found, type) else None
+    return None
 
 
 def register_with_sb3() -> list[str]:

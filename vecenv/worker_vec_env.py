@@ -33,6 +33,7 @@ BatchActions = np.ndarray | Sequence[Any] | dict[str, Any]
 
 __all__ = [
     "AsyncState",
+    "BatchActions",
     "CallRequests",
     "ResetRequests",
     "WorkerVecEnv",
@@ -122,7 +123,14 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         :param actions: as :meth:`step_async`.
         :return: as :meth:`step_wait`.
         """
-        if self._own_halves:
+        halves = type(self)
+        own = self.__dict__
+        if (
+            halves.step_async is _STEP_ASYNC
+            and halves.step_wait is _STEP_WAIT
+            and "step_async" not in own
+            and "step_wait" not in own
+        ):
             counted = GUARD.enter()
             try:
                 self._step_async(actions)
@@ -132,15 +140,8 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
                 raise
             finally:
                 GUARD.leave(counted, raise_at_end=False)
-        return super().step(actions)  # type: ignore[arg-type]  # a subclass's own step_async / step_wait
-
-    #: whether ``step_async`` / ``step_wait`` are this module's (a subclass that overrides either one is stepped
-    #: through them, as SB3's ``VecEnv.step`` does)
-    _own_halves = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._own_halves = cls._own_halves and "step_async" not in vars(cls) and "step_wait" not in vars(cls)
+        # a subclass's, a mixin's or a patched step_async / step_wait: stepped through them, as SB3's VecEnv.step
+        return super().step(actions)  # type: ignore[arg-type]
 
     def _step_async(self, actions: Any) -> None:
         """:meth:`step_async` inside its section."""
@@ -428,3 +429,8 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
                 reset_infos[start:stop] = part_reset_infos
 
             call_all(collect, requests, [self._workers[w] for w, _, _ in requests])
+
+
+#: the step halves :meth:`WorkerVecEnv.step` runs as one section (not a subclass's, a mixin's or a patched pair)
+_STEP_ASYNC = WorkerVecEnv.step_async
+_STEP_WAIT = WorkerVecEnv.step_wait

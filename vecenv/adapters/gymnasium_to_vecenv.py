@@ -24,6 +24,7 @@ from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, chec
 from vecenv.env_group import is_wrapped
 from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError
 from vecenv.gymnasium.conversions import gymnasium_batch_to_vecenv, per_env_infos
+from vecenv.interrupts import GUARD
 from vecenv.spaces import batch_assign, batch_slice
 
 __all__ = ["GymnasiumToVecEnv", "from_gymnasium"]
@@ -263,7 +264,7 @@ class GymnasiumToVecEnv(VecEnv):
                 )
         self._reset_seeds()
         self._reset_options()
-        obs, infos = self.vector_env.reset(**kwargs)
+        obs, infos = GUARD.run_waiting(self.vector_env.reset, **kwargs)
         self.reset_infos = per_env_infos(infos, n)
         return self._convert_obs(obs)
 
@@ -320,7 +321,7 @@ class GymnasiumToVecEnv(VecEnv):
             self._unfinished = None
             return obs, rewards, dones, infos
         n = self.num_envs
-        obs, rewards, terminated, truncated, vector_infos = self.vector_env.step(actions)
+        obs, rewards, terminated, truncated, vector_infos = GUARD.run_waiting(self.vector_env.step, actions)
         obs = self._convert_obs(obs)
         terminated = np.asarray(terminated, dtype=np.bool_).reshape(n)
         truncated = np.asarray(truncated, dtype=np.bool_).reshape(n)
@@ -360,7 +361,7 @@ class GymnasiumToVecEnv(VecEnv):
         """Reset the envs ``to_reset`` now: their first observations go into ``obs``, their infos into reset_infos;
         each env reset is cleared from ``to_reset`` (which tells what is left if a reset raises)."""
         if self._partial_reset == "reset_mask":
-            new_obs, vector_infos = self.vector_env.reset(options={"reset_mask": to_reset.copy()})
+            new_obs, vector_infos = GUARD.run_waiting(self.vector_env.reset, options={"reset_mask": to_reset.copy()})
             new_obs = self._convert_obs(new_obs)
             reset_infos = per_env_infos(vector_infos, self.num_envs)
             for i in np.flatnonzero(to_reset).tolist():
@@ -369,7 +370,7 @@ class GymnasiumToVecEnv(VecEnv):
             to_reset[:] = False
         else:  # EnvPool: reset(env_id=ids) resets those envs (and cancels their own next-step autoreset)
             ids = np.flatnonzero(to_reset)
-            new_obs, vector_infos = self.vector_env.reset(env_id=ids.astype(np.int32))
+            new_obs, vector_infos = GUARD.run_waiting(self.vector_env.reset, env_id=ids.astype(np.int32))
             new_obs = self._convert_obs(new_obs)
             reset_infos = per_env_infos(vector_infos, len(ids))
             # rows in the order of the returned env ids (EnvPool reports them in infos["env_id"])

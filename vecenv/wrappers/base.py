@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -13,6 +13,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vecenv.sb3_compat import sb3_counterpart
 from vecenv.stats import StepStats
 
 __all__ = ["VecEnvWrapper", "VecEnvWrapperT", "is_vecenv_wrapped", "unwrap_vec_wrapper"]
@@ -69,8 +70,14 @@ class VecEnvWrapper(VecEnv):
 
     def step_stats(self, reset: bool = False) -> StepStats:
         """The wrapped vector env's :meth:`~vecenv.VecEnv.step_stats` (a wrapper's own work counts as the
-        caller's time, ``outside_seconds``)."""
-        return self.venv.step_stats(reset)
+        caller's time, ``outside_seconds``).
+
+        :raises NotImplementedError: if the wrapped vector env keeps no step accounts (not one of vecenv's).
+        """
+        step_stats = getattr(self.venv, "step_stats", None)
+        if step_stats is None:
+            return VecEnv.step_stats(self.venv, reset)  # (names the vector env without accounts)
+        return step_stats(reset)
 
     def render(self, mode: str | None = None) -> np.ndarray | None:
         return self.venv.render(mode=mode)
@@ -188,17 +195,35 @@ def wrapper_below(venv: Any, wrapper_class: type, qualified_name: str = "") -> A
     return None
 
 
+def stack_classes(vecenv_class: type) -> tuple[type, ...]:
+    """``vecenv_class`` and, where SB3 is loaded, SB3's class it stands for: what a walk down a stack that mixes
+    both libraries' wrappers matches (SB3's own helpers match vecenv's classes, registered as SB3's)."""
+    counterpart = sb3_counterpart(vecenv_class)
+    return (vecenv_class,) if counterpart is None else (vecenv_class, counterpart)
+
+
+def is_one_of(obj: Any, classes: tuple[type, ...]) -> bool:
+    """``isinstance(obj, classes)``, without narrowing the type of ``obj`` (a walk down a stack keeps it ``Any``)."""
+    return isinstance(obj, classes)
+
+
 def unwrap_vec_wrapper(env: VecEnv, vec_wrapper_class: type[VecEnvWrapperT]) -> VecEnvWrapperT | None:
     """Return the outermost wrapper of type ``vec_wrapper_class`` in the stack of ``env`` (SB3 semantics).
+
+    The walk goes through SB3's wrappers as well as vecenv's, and vecenv's classes also match their SB3
+    counterparts (``unwrap_vec_wrapper(env, vecenv.VecNormalize)`` finds SB3's ``VecNormalize``), as SB3's
+    helper, which sees vecenv's classes as its own, does the other way round.
 
     :param env: a vectorized environment, wrapped or not.
     :param vec_wrapper_class: the wrapper class to look for (subclasses match too).
     :return: the first matching wrapper walking down from ``env``, or None.
     """
-    env_tmp: VecEnv = env
-    while isinstance(env_tmp, VecEnvWrapper):
-        if isinstance(env_tmp, vec_wrapper_class):
-            return env_tmp
+    wrappers = stack_classes(VecEnvWrapper)
+    targets = stack_classes(vec_wrapper_class)
+    env_tmp: Any = env
+    while is_one_of(env_tmp, wrappers):
+        if is_one_of(env_tmp, targets):
+            return cast(VecEnvWrapperT, env_tmp)
         env_tmp = env_tmp.venv
     return None
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vecenv.base import VecEnv
-from vecenv.wrappers.base import VecEnvWrapper, unwrap_vec_wrapper, wrapper_below
+from vecenv.wrappers.base import VecEnvWrapper, is_one_of, stack_classes, unwrap_vec_wrapper, wrapper_below
 
 if TYPE_CHECKING:
     from vecenv.wrappers.vec_normalize import VecNormalize
@@ -57,16 +57,18 @@ def sync_envs_normalization(env: VecEnv, eval_env: VecEnv) -> None:
     """
     from vecenv.wrappers.vec_normalize import VecNormalize  # (that module imports this one)
 
-    env_tmp, eval_env_tmp = env, eval_env
-    while isinstance(env_tmp, VecEnvWrapper):
-        assert isinstance(eval_env_tmp, VecEnvWrapper), (
+    wrappers, normalizers = stack_classes(VecEnvWrapper), stack_classes(VecNormalize)
+    env_tmp: Any = env
+    eval_env_tmp: Any = eval_env
+    while is_one_of(env_tmp, wrappers):
+        assert is_one_of(eval_env_tmp, wrappers), (
             "Error while synchronizing normalization stats: expected the eval env to be "
             f"a VecEnvWrapper but got {eval_env_tmp} instead. "
             "This is probably due to the training env not being wrapped the same way as the evaluation env. "
             f"Training env type: {env_tmp}."
         )
-        if isinstance(env_tmp, VecNormalize):
-            assert isinstance(eval_env_tmp, VecNormalize), (
+        if is_one_of(env_tmp, normalizers):
+            assert is_one_of(eval_env_tmp, normalizers), (
                 "Error while synchronizing normalization stats: expected the eval env to be "
                 f"a VecNormalize but got {eval_env_tmp} instead. "
                 "This is probably due to the training env not being wrapped the same way as the evaluation env. "

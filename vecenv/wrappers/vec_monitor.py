@@ -83,7 +83,10 @@ class VecMonitor(VecEnvWrapper):
         # NEXT_STEP: the envs whose next step resets them (it belongs to no episode)
         self._resetting = np.zeros(self.num_envs, dtype=bool)
         # over an AgentVecEnv: which rows' agents acted in the last step (only those steps count)
-        unwrapped = venv.unwrapped
+        try:
+            unwrapped = venv.unwrapped
+        except AttributeError:  # a vector env that imitates SB3's API without ``unwrapped`` (SB3 accepts it)
+            unwrapped = venv
         self._agent_rows: Any = unwrapped if getattr(unwrapped, "marks_inactive_rows", False) else None
 
     def reset(self) -> VecEnvObs:

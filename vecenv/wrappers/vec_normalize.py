@@ -16,7 +16,7 @@ import logging
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal, cast, overload
+from typing import Any, Literal, TypeVar, cast, overload
 
 import numpy as np
 from gymnasium import spaces
@@ -53,6 +53,8 @@ SaveFormat = Literal["vecenv", "sb3"]
 _SAVE_FORMATS = ("vecenv", "sb3")
 #: The file-name ending (any case) for which :meth:`VecNormalize.save` writes SB3's pickle by default.
 SB3_SUFFIX = ".pkl"
+#: :meth:`VecNormalize.load` called on a subclass returns that subclass
+VecNormalizeT = TypeVar("VecNormalizeT", bound="VecNormalize")
 
 
 class VecNormalize(VecEnvWrapper):
@@ -475,10 +477,10 @@ class VecNormalize(VecEnvWrapper):
         """
         write_sb3_pickle(save_path, self)
 
-    @staticmethod
-    def _from_state(state: NormalizationState, venv: VecEnv) -> VecNormalize:
+    @classmethod
+    def _from_state(cls: type[VecNormalizeT], state: NormalizationState, venv: VecEnv) -> VecNormalizeT:
         check_space_matches(state.observation_space, venv.observation_space)
-        vec_normalize = VecNormalize(venv, **state.config)
+        vec_normalize = cls(venv, **state.config)
         if state.obs_rms is not None:
             obs_rms = state.obs_rms
             shapes = obs_rms.items() if isinstance(obs_rms, dict) else [(None, obs_rms)]
@@ -495,8 +497,8 @@ class VecNormalize(VecEnvWrapper):
         vec_normalize.ret_rms = state.ret_rms
         return vec_normalize
 
-    @staticmethod
-    def load(load_path: str | os.PathLike[str], venv: VecEnv) -> VecNormalize:
+    @classmethod
+    def load(cls: type[VecNormalizeT], load_path: str | os.PathLike[str], venv: VecEnv) -> VecNormalizeT:
         """Load statistics and configuration saved by :meth:`save` (either format) or by SB3, and wrap ``venv``.
 
         A vecenv file holds numpy arrays (read with ``allow_pickle=False``) and JSON: nothing in it is
@@ -508,7 +510,8 @@ class VecNormalize(VecEnvWrapper):
 
         :param load_path: the file written by :meth:`save` or by SB3 (``str`` or :class:`pathlib.Path`).
         :param venv: the vectorized environment to wrap; its observation space must match the saved one.
-        :return: a new :class:`VecNormalize` around ``venv``.
+        :return: a new :class:`VecNormalize` around ``venv``; called on a subclass, an instance of that subclass
+            (built as ``cls(venv, **saved_config)``: attributes of its own are not saved, set them again).
         :raises NormalizationFileError: (a ValueError) if the file is truncated, corrupt, modified, holds
             pickled objects inside a vecenv file, or is a pickle that names a global outside the allow-list
             (refused before anything in it runs) or holds no SB3 VecNormalize.
@@ -517,11 +520,11 @@ class VecNormalize(VecEnvWrapper):
         :raises OSError: if the file cannot be read.
         """
         if is_pickle(load_path):
-            return VecNormalize.load_sb3(load_path, venv)
-        return VecNormalize._from_state(read_normalization_file(load_path), venv)
+            return cls.load_sb3(load_path, venv)
+        return cls._from_state(read_normalization_file(load_path), venv)
 
-    @staticmethod
-    def load_sb3(load_path: str | os.PathLike[str], venv: VecEnv) -> VecNormalize:
+    @classmethod
+    def load_sb3(cls: type[VecNormalizeT], load_path: str | os.PathLike[str], venv: VecEnv) -> VecNormalizeT:
         """Import a ``VecNormalize`` pickle written by Stable-Baselines3 (>= 2.0), without SB3 installed.
 
         The pickle is read by a restricted unpickler that admits only numpy arrays / dtypes / random
@@ -533,7 +536,8 @@ class VecNormalize(VecEnvWrapper):
 
         :param load_path: the ``.pkl`` file written by SB3's ``VecNormalize.save`` (``str`` or :class:`pathlib.Path`).
         :param venv: the vectorized environment to wrap; its observation space must match the saved one.
-        :return: a new :class:`VecNormalize` around ``venv``.
+        :return: a new :class:`VecNormalize` around ``venv``; called on a subclass, an instance of that subclass
+            (built as ``cls(venv, **saved_config)``: attributes of its own are not saved, set them again).
         :raises NormalizationFileError: if the pickle references a forbidden global (the message names
             it), is truncated or corrupt, or is not an SB3 VecNormalize.
         :raises ValueError: if the observation shapes or Dict keys of ``venv`` differ from the saved ones.
@@ -545,4 +549,4 @@ class VecNormalize(VecEnvWrapper):
             "arrays, gymnasium spaces and SB3's VecNormalize / RunningMeanStd were built)",
             os.fspath(load_path),
         )
-        return VecNormalize._from_state(state, venv)
+        return cls._from_state(state, venv)
