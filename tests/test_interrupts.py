@@ -12,10 +12,12 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -221,6 +223,53 @@ def test_sigint_between_step_async_and_step_wait(kind: str, built: list[Any], re
     setattr(venv, half, _SigintAfter(getattr(venv, half)))
     assert steps_until_interrupted(venv, hand, 15) == 1
     assert not inner.waiting
+
+
+def _deliver_sigint_in(code_name: str, line_text: str, env_position: int) -> Callable[..., Any]:
+    """A trace function that calls the installed SIGINT handler with the frame of vecenv's ``code_name`` as that
+    frame reaches the line holding ``line_text`` for env ``env_position`` (its local ``j``): what CPython does
+    when a Ctrl-C lands on that line."""
+    from vecenv import env_group
+
+    lines = Path(env_group.__file__).read_text().splitlines()
+    target = next(number + 1 for number, text in enumerate(lines) if line_text in text)
+    delivered: list[int] = []
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line" and frame.f_lineno == target and frame.f_locals.get("j") == env_position and not delivered:
+            delivered.append(1)
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)  # type: ignore[operator]
+        return local
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename == env_group.__file__ and frame.f_code.co_name == code_name:
+            return local
+        return None
+
+    return tracer
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", "parent_envs"])
+def test_sigint_in_the_bookkeeping_after_an_in_process_env_stepped(kind: str, built: list[Any]) -> None:
+    """SIGINT lands in vecenv's own code right after an env of the calling process returned its step (as its
+    observation row is written): that env has stepped, so the interrupt waits for the step's end, whose results
+    the next step returns; no transition is lost or repeated. In the env's own code it is raised at once."""
+    if kind == "dummy":
+        venv: Any = vecenv.DummyVecEnv(track_fns(3))
+    else:
+        venv = vecenv.SubprocVecEnv(track_fns(4), n_workers=1, parent_envs=3)
+    built.append(venv)
+    hand = HandStepped(venv.num_envs)
+    venv.reset()
+    steps_until_interrupted(venv, hand, 2)
+    sys.settrace(_deliver_sigint_in("step", "rows[j][...] = obs", 1))  # (this thread's frames)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            venv.step(np.zeros(venv.num_envs, dtype=np.int64))
+    finally:
+        sys.settrace(None)
+    assert steps_until_interrupted(venv, hand, 10) == 0
 
 
 @pytest.mark.timeout(60)

@@ -6,6 +6,7 @@ values come from envs stepped by hand."""
 from __future__ import annotations
 
 import gc
+import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -331,6 +332,14 @@ def test_gymnasium_layer_keeps_the_rule(cls: str, copy: bool, slots_for_any_batc
             for kept, value in held[-4:]:
                 np.testing.assert_array_equal(kept, value)
         assert envs.step_stats().obs_shared >= 3
+        del held, obs
+        envs.step_stats(reset=True)
+        resets = [envs.reset(seed=SEED)[0] for _ in range(3)]  # each is the caller's, and counted
+        envs.step(np.zeros(N, dtype=np.int64))
+        for kept in resets:
+            np.testing.assert_array_equal(kept, first)
+        stats = envs.step_stats()
+        assert (stats.obs_shared + stats.obs_copied, stats.obs_shared >= 1) == (4, True)
     finally:
         envs.close()
 
@@ -409,3 +418,40 @@ def test_masked_reset_keeps_the_other_envs_rows(cls: str, slots_for_any_batch: N
         np.testing.assert_array_equal(held, after_3)
     finally:
         envs.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["subproc", "dummy"])
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_childs_batch_is_never_overwritten(backend: str, built: Any) -> None:
+    """A child forked while the caller holds a batch keeps it as it was, also once the parent drops its own arrays
+    and steps on (shared slots held at the fork are never written again); the parent's later batches are still
+    the envs' own."""
+    venv = build_seeded(built, backend)
+    by_hand = ByHand(counter, N, SEED)
+    venv.reset()
+    actions = np.ones(N, dtype=np.int64)
+    obs, *_ = venv.step(actions)
+    expected = np.stack(by_hand.step(actions))
+    read_end, write_end = os.pipe()
+    child_go_r, child_go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: wait until the parent stepped on, then compare its inherited batch
+        try:
+            os.close(read_end)
+            os.read(child_go_r, 1)
+            os.write(write_end, b"1" if np.array_equal(obs, expected) else b"0")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    del obs
+    gc.collect()
+    for _ in range(12):
+        obs, *_ = venv.step(actions)
+        np.testing.assert_array_equal(obs, np.stack(by_hand.step(actions)))
+    os.write(child_go_w, b"g")
+    answer = os.read(read_end, 1)
+    os.waitpid(pid, 0)
+    for fd in (read_end, child_go_r, child_go_w):
+        os.close(fd)
+    assert answer == b"1", "the forked child's batch was overwritten by the parent's later steps"

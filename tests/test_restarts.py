@@ -83,6 +83,25 @@ def test_restart_after_death_reports_a_truncated_episode(how):
 
 
 @pytest.mark.timeout(60)
+def test_max_restarts_set_after_construction_restarts_a_dead_worker():
+    """``max_restarts`` is a public attribute that the errors name: set after construction, a dead worker is
+    restarted all the same (the shared block stays open for it); its envs start a fresh episode."""
+    venv = vecenv.SubprocVecEnv(counter_fns(2), n_workers=2)
+    try:
+        venv.max_restarts = 1
+        venv.reset()
+        venv.step(np.zeros(2, dtype=np.int64))
+        os.kill(venv.processes[1].pid, signal.SIGKILL)
+        venv.processes[1].join(10)
+        with pytest.warns(RuntimeWarning, match=r"restarting the worker of envs \[1\]"):
+            obs, _, dones, _ = venv.step(np.zeros(2, dtype=np.int64))
+        assert venv.restarts == 1 and dones.tolist() == [False, True]
+        assert obs[:, 1:3].tolist() == [[0, 2], [0, 0]]
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
 def test_restart_after_timeout_and_at_reset():
     fns = [functools.partial(FaultEnv, fail_in="hang", after=2, offset=i) for i in range(2)]
     venv = vecenv.SubprocVecEnv(fns, n_workers=2, step_timeout=1.0, max_restarts=3)

@@ -15,7 +15,7 @@ from vecenv.actions import split_actions
 from vecenv.base import VecEnvStepReturn
 from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_obs_slots, checked_rewards_dtype
 from vecenv.engine.core import AsyncState
-from vecenv.interrupts import GUARD
+from vecenv.interrupts import ENVS_WAIT_OWNERS, GUARD
 from vecenv.spaces import (
     buffer_as_obs_dict,
     obs_space_info,
@@ -120,11 +120,11 @@ class DummyVecEnv(WorkerVecEnv):
                     actions = split_actions(self.action_space, actions, 0, self.num_envs)
                 self._prepare_obs_write(keep_rows=False)
                 try:
-                    waiting = GUARD.wait_begin()  # the envs' own code: Ctrl-C is raised there at once
+                    waiting = GUARD.envs_begin()  # the envs' own code: Ctrl-C is raised there at once
                     try:
                         infos, reset_infos = self._group.step(actions)
                     finally:
-                        GUARD.wait_end(waiting)
+                        GUARD.envs_end(waiting)
                 except BaseException:
                     self._hold_partial(0)
                     raise
@@ -170,3 +170,6 @@ class DummyVecEnv(WorkerVecEnv):
     @buf_infos.setter
     def buf_infos(self, value: Any) -> None:
         self.__dict__["_replaced_buf_infos"] = value
+
+
+ENVS_WAIT_OWNERS.add(DummyVecEnv._step_wait.__code__)

@@ -45,7 +45,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any, ParamSpec, TypeVar
 
 __all__ = ["GUARD", "InterruptGuard", "guarded"]
@@ -72,6 +72,8 @@ class InterruptGuard:
         #: nesting of the main thread's sections, and of the waits inside them
         self.depth = 0
         self.waiting = 0
+        #: of the waits, those running envs in the calling process (:meth:`envs_begin`)
+        self.envs_waiting = 0
         #: ``(signum, frame)`` of an interrupt that arrived inside a section, outside a wait
         self.deferred: tuple[int, FrameType | None] | None = None
         #: the handler vecenv's stands in front of (None: not installed)
@@ -89,7 +91,9 @@ class InterruptGuard:
     def handle(self, signum: int, frame: FrameType | None) -> None:
         """vecenv's SIGINT handler: defer inside a section (outside its waits), else the chained handler (put back
         first where no vector env is open any more: the last one was closed by another thread)."""
-        if self.depth and not self.waiting:
+        if self.depth and (
+            not self.waiting or (self.envs_waiting == self.waiting and in_bookkeeping_between_envs(frame))
+        ):
             self.deferred = (signum, frame)
             self.deferrals += 1
             return
@@ -173,7 +177,7 @@ class InterruptGuard:
             return
         self.depth -= 1
         if not self.depth:
-            self.waiting = 0  # (every wait ends inside its section: this only undoes a miscount)
+            self.waiting = self.envs_waiting = 0  # (every wait ends inside its section: this only undoes a miscount)
             if self.deferred is not None and raise_at_end:
                 self.raise_deferred()
 
@@ -188,6 +192,25 @@ class InterruptGuard:
             self.raise_deferred()
         self.waiting += 1
         return True
+
+    def envs_begin(self) -> bool:
+        """A wait that runs envs in the calling process starts (``DummyVecEnv``, ``parent_envs``): as
+        :meth:`wait_begin`, except that an interrupt landing in vecenv's own code between the envs' calls (a
+        row's copy, an info's) is deferred, since the env whose call returned has stepped. Its caller's code must
+        be registered in :data:`ENVS_WAIT_OWNERS`.
+
+        :return: whether the wait is counted; pass it to :meth:`envs_end`, in a ``finally``.
+        """
+        counted = self.wait_begin()
+        if counted:
+            self.envs_waiting += 1
+        return counted
+
+    def envs_end(self, counted: bool) -> None:
+        """The wait of :meth:`envs_begin` is over."""
+        if counted:
+            self.waiting -= 1
+            self.envs_waiting -= 1
 
     def wait_end(self, counted: bool) -> None:
         """The wait is over: interrupts are deferred again (the count drops before anything else runs, so an
@@ -215,13 +238,32 @@ class InterruptGuard:
     def after_fork(self) -> None:
         """In a forked child: its own main thread, no sections, nothing installed by it."""
         self.main = threading.main_thread().ident
-        self.depth = self.waiting = self.users = 0
+        self.depth = self.waiting = self.envs_waiting = self.users = 0
         self.deferred = None
 
 
 #: the process's interrupt guard
 GUARD = InterruptGuard()
 os.register_at_fork(after_in_child=GUARD.after_fork)
+
+
+#: the code of the functions that run envs in the calling process inside :meth:`InterruptGuard.envs_begin`
+ENVS_WAIT_OWNERS: set[CodeType] = set()
+_VECENV_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def in_bookkeeping_between_envs(frame: FrameType | None) -> bool:
+    """Whether an interrupt that landed in ``frame``, during a wait of :meth:`InterruptGuard.envs_begin`, landed
+    in vecenv's own code between the envs' calls: every frame from ``frame`` up to the wait's owner
+    (:data:`ENVS_WAIT_OWNERS`) is vecenv's. In an env's code (or code it calls) it is raised at once."""
+    while frame is not None:
+        code = frame.f_code
+        if code in ENVS_WAIT_OWNERS:
+            return True
+        if not code.co_filename.startswith(_VECENV_DIR):
+            return False
+        frame = frame.f_back
+    return False
 
 
 def guarded(raise_at_end: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]:

@@ -201,7 +201,6 @@ class SubprocVecEnv(WorkerVecEnv):
                     len(env_fns),
                     self.rewards_dtype,
                     subprocs,
-                    bool(max_restarts),
                     obs_slots,
                 )
         except BaseException:
@@ -294,11 +293,10 @@ def _share_memory(
     num_envs: int,
     rewards_dtype: Any,
     subprocs: list[SubprocWorker],
-    restarts: bool,
     obs_slots: int | None,
 ) -> tuple[tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray], Any, SharedBatch]:
-    """Create the shared batch block and map it in every worker process. The block's fd is closed once the
-    workers have it, unless ``restarts`` (kept to set up restarted workers; closed with the workers).
+    """Create the shared batch block and map it in every worker process. The block's fd stays open, to set up
+    restarted workers (``max_restarts`` may be set after construction too); it is closed with the workers.
 
     :param obs_slots: the observation slots asked for (None: :func:`default_obs_slots`); the block holds them
         when there are at least two and the observations live in shared memory.
@@ -312,12 +310,8 @@ def _share_memory(
     slots = obs_slots if obs_in_shm and obs_slots >= 2 else 1
     shared, raw_fd = SharedBatch.create(observation_space, action_space, num_envs, rewards_dtype, slots)
     fd = SharedFd(raw_fd)
-    try:
-        for worker in subprocs:
-            worker.setup_shared(shared, fd, obs_in_shm)
-    finally:
-        if not restarts:
-            fd.close()
+    for worker in subprocs:
+        worker.setup_shared(shared, fd, obs_in_shm)
     obs_buffer = shared.obs if obs_in_shm else create_batch_buffer(observation_space, num_envs)
     buffers = (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations)
     return buffers, shared.actions, shared

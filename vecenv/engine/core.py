@@ -327,8 +327,13 @@ class EngineCore(VecEnv):
         """bool ``(num_envs,)``: whether each env's last step ended its episode by truncation (a copy)."""
         return self._truncations.copy()
 
-    def current_obs(self) -> VecEnvObs:
-        """A copy of the observations the envs returned last, ``(num_envs, *obs_shape)``."""
+    def current_obs(self, hand_out: bool = False) -> VecEnvObs:
+        """The observations the envs returned last, ``(num_envs, *obs_shape)``, the caller's to keep: a copy, or
+        with ``hand_out`` arrays over the current observation slot where there is one free (as :meth:`reset`
+        returns them); counted in :meth:`step_stats` either way."""
+        if hand_out:
+            return self._hand_out_obs()
+        self._clock.obs_copied += 1
         return batch_copy(self._obs_buffer)
 
     # --- observations handed to the caller (vecenv.engine.obs_slots) -------------------------------------
@@ -353,7 +358,7 @@ class EngineCore(VecEnv):
             buffers += [create_batch_buffer(observation_space, num_envs) for _ in range(obs_slots - 1)]
         else:
             buffers = list(obs_slots)
-        self._slots = ObsSlots(buffers)
+        self._slots = ObsSlots(buffers, shared=not isinstance(obs_slots, int))
         self._slot_rows = self._rows_of(buffers)
 
     def _rows_of(self, buffers: Sequence[Any]) -> list[list[Any]]:
@@ -521,4 +526,13 @@ def _forget_inherited() -> None:
         venv._forget_after_fork()
 
 
-os.register_at_fork(after_in_child=_forget_inherited)
+def _retire_handed_out_slots() -> None:
+    """Before this process forks: the observation slots in shared memory that the caller holds arrays of are
+    never written again (:meth:`ObsSlots.retire_handed_out`): the child's copies of those arrays share them."""
+    for venv in list(_OPEN):
+        slots = getattr(venv, "_slots", None)
+        if slots is not None:
+            slots.retire_handed_out()
+
+
+os.register_at_fork(before=_retire_handed_out_slots, after_in_child=_forget_inherited)

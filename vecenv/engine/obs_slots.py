@@ -112,13 +112,16 @@ class ObsSlots:
     them for Dict / Tuple spaces); :attr:`current` holds the envs' latest observations.
 
     :param buffers: two or more batch buffers of the same structure, shapes and dtypes.
+    :param shared: whether the buffers are memory shared with other processes (the workers' block), which a
+        forked child also shares: see :meth:`retire_handed_out`.
     :raises ValueError: if fewer than two buffers are given.
     """
 
-    def __init__(self, buffers: Sequence[Any]) -> None:
+    def __init__(self, buffers: Sequence[Any], shared: bool = False) -> None:
         if len(buffers) < 2:
             raise ValueError(f"ObsSlots needs at least 2 buffers, got {len(buffers)}")
         self.buffers = list(buffers)
+        self.shared = shared
         #: live hand-outs of each slot (a slot with none may be written)
         self.held = [0] * len(self.buffers)
         #: the slot holding the envs' latest observations (what the envs write into now)
@@ -127,11 +130,12 @@ class ObsSlots:
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy of the pool (a copied vector env's): its buffers, none handed out."""
-        return {"buffers": self.buffers, "current": self.current}
+        return {"buffers": self.buffers, "current": self.current, "shared": self.shared}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.buffers = state["buffers"]
         self.current = state["current"]
+        self.shared = state.get("shared", False)
         self.held = [0] * len(self.buffers)
         self._builders = [_hand_out_builder(buffer) for buffer in self.buffers]
 
@@ -146,6 +150,19 @@ class ObsSlots:
             if count == 0 and i != current:
                 return self._builders[current](_Lease(held, current)), False
         return batch_copy(self.buffers[current]), True
+
+    def retire_handed_out(self) -> None:
+        """The process forks: a child gets its own references to the arrays handed out, over the same memory when
+        the slots are shared with other processes, and the parent cannot tell when the child lets them go. So a
+        shared slot handed out now is never written again (a hand-out that never ends). One slot always stays
+        free (:meth:`hand_out` leaves one), so the envs go on writing; with fewer slots left, more hand-outs are
+        copies."""
+        if not self.shared:
+            return  # (a child's copy of private memory is its own)
+        held = self.held
+        for i, count in enumerate(held):
+            if count:
+                held[i] = count + 1
 
     def free_slot(self, keep_rows: bool) -> int | None:
         """Make sure the envs may write into the current slot: if it is handed out, move to a free slot (copying

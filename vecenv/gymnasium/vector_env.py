@@ -187,7 +187,7 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
         venv = self._venv
         self._autoreset_envs[slice(None) if env_ids is None else env_ids] = False
         infos = vector_reset_infos(self._add_info, venv.reset_infos, env_ids)
-        return self._convert_obs(venv.current_obs()), infos
+        return self._convert_obs(venv.current_obs(hand_out=env_ids is None)), infos
 
     def _convert_actions(self, actions: Any) -> Any:
         """Gymnasium's batched actions in a layout vecenv takes (arrays as they are, else one action per env)."""

@@ -9,7 +9,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from vecenv.env_group import EnvGroup
-from vecenv.interrupts import GUARD
+from vecenv.interrupts import ENVS_WAIT_OWNERS, GUARD
 from vecenv.protocol import Command
 from vecenv.workers.base import Worker
 
@@ -78,11 +78,11 @@ class InProcessWorker(Worker):
         handler, payload = self._handler, self._payload
         self._handler = self._payload = self._command = None
         assert handler is not None, "recv() without send()"
-        waiting = GUARD.wait_begin()  # the envs' own code runs here: Ctrl-C is raised there at once
+        waiting = GUARD.envs_begin()  # the envs' own code runs here: Ctrl-C is raised there at once
         try:
             return handler(payload)
         finally:
-            GUARD.wait_end(waiting)
+            GUARD.envs_end(waiting)
 
     def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]] | None:
         partial = self.group.take_partial_step()
@@ -99,3 +99,6 @@ class InProcessWorker(Worker):
         except Exception as exc:
             return exc
         return None
+
+
+ENVS_WAIT_OWNERS.add(InProcessWorker.recv.__code__)
