@@ -487,10 +487,12 @@ def test_unknown_env_id_suggests_close_ids(capsys, env_id, suggestion):
 
 
 def test_unknown_env_id_without_close_match(capsys):
-    """A totally unknown env id is still a one-line user error."""
+    """A totally unknown env id is still a one-line user error; it says how to name a package that registers it
+    (plugins such as minigrid or highway-env register ids without a namespace)."""
     code, out, err = _run_main(capsys, "run", "Zzqxj-v0", "-n", "2", "--backend", "dummy")
     line = _assert_one_line_error(code, out, err)
     assert "Zzqxj-v0" in line
+    assert line.endswith("MODULE:Zzqxj-v0 or --import MODULE)")
 
 
 @pytest.mark.parametrize("backend", ["dummy", "subproc"])
@@ -859,7 +861,8 @@ def test_console_script_video_prints_only_its_own_output(tmp_path, backend):
 
 
 def test_video_sdl_drivers_only_when_not_set(capsys, tmp_path, monkeypatch):
-    """SDL's dummy drivers are set for the run only when the user did not choose drivers, and removed after."""
+    """SDL's offscreen video and dummy audio drivers are set for the run only when the user did not choose drivers,
+    and removed after (not the dummy video driver: highway-env draws blank frames with it)."""
     import vecenv.cli_run
 
     seen: list[tuple[str | None, str | None]] = []
@@ -873,7 +876,7 @@ def test_video_sdl_drivers_only_when_not_set(capsys, tmp_path, monkeypatch):
     args = ["run", "-n", "2", "--steps", "10", "-b", "dummy"]
     assert main([*args, "--video", str(tmp_path)]) == 0
     assert main(args) == 0
-    assert seen == [("dummy", "pulse"), (None, "pulse")]
+    assert seen == [("offscreen", "pulse"), (None, "pulse")]
     assert "SDL_VIDEODRIVER" not in os.environ and os.environ["SDL_AUDIODRIVER"] == "pulse"
 
 
@@ -1203,3 +1206,16 @@ def test_plot_to_a_format_this_machine_cannot_render_is_a_user_error(capsys, tmp
     assert line.endswith(
         "matplotlib cannot render " + repr(str(tmp_path / "a.pgf")) + " on this machine: 'xelatex' not found"
     )
+
+
+@pytest.mark.parametrize("option", ["--normalize", "--save-normalize"])
+def test_normalize_of_observations_vecnormalize_cannot_take_is_a_usage_error(capsys, tmp_path, option):
+    """``--normalize`` / ``--save-normalize`` on an env whose observations are not arrays (FrozenLake's Discrete) is a
+    one-line user error naming the option and the space, with what to do, and writes nothing."""
+    args = ["run", "FrozenLake-v1", "-n", "2", "--steps", "10", "-b", "dummy", option]
+    if option == "--save-normalize":
+        args.append(str(tmp_path / "stats.npz"))
+    line = _assert_one_line_error(*_run_main(capsys, *args))
+    assert line.startswith(f"vecenv run: error: argument {option}: cannot normalize the observations of FrozenLake-v1")
+    assert "Discrete(16)" in line and line.endswith(f"leave {option} out")
+    assert list(tmp_path.iterdir()) == []

@@ -300,3 +300,62 @@ def test_vec_normalize_over_float64_rewards_matches_sb3_subproc_vec_env() -> Non
         ref_norm.ret_rms.var.tobytes(),
         ref_norm.ret_rms.count,
     )
+
+
+class ShapedRewardEnv(gym.Env):
+    """Reward ``t`` at step ``t`` of 3-step episodes, returned as ``shape(t)``: a number, ``np.array([t])`` or a
+    multi-objective vector ``np.array([t, -t])``; observation ``[t]``."""
+
+    observation_space = spaces.Box(0, 10, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, shape: Callable[[float], Any] = float) -> None:
+        self.shape = shape
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, Any, bool, bool, dict]:
+        self.t += 1
+        return np.array([self.t], np.float32), self.shape(float(self.t)), self.t == 3, False, {}
+
+
+SHAPED_BACKENDS = {
+    "dummy": vecenv.DummyVecEnv,
+    "subproc": partial(vecenv.SubprocVecEnv, n_workers=1),
+}
+
+
+@pytest.mark.parametrize("backend", sorted(SHAPED_BACKENDS))
+def test_one_element_array_rewards_are_stored_as_their_element(backend: str) -> None:
+    """An env whose reward is an array of one element (``np.array([t])``): rewards ``(num_envs,)`` of that element,
+    as SB3's ``DummyVecEnv`` stores them; beside envs that return plain numbers."""
+    one = partial(ShapedRewardEnv, lambda t: np.array([t]))
+    venv = SHAPED_BACKENDS[backend]([one, ShapedRewardEnv, one])
+    try:
+        venv.reset()
+        rewards = [venv.step(np.zeros(3, dtype=np.int64))[1] for _ in range(4)]
+    finally:
+        venv.close()
+    np.testing.assert_array_equal(np.array(rewards), [[1, 1, 1], [2, 2, 2], [3, 3, 3], [1, 1, 1]])
+    assert rewards[0].dtype == np.float32
+
+
+@pytest.mark.parametrize("backend", sorted(SHAPED_BACKENDS))
+def test_vector_rewards_are_refused_naming_the_env(backend: str) -> None:
+    """A multi-objective env's vector reward is a ``ValueError`` naming the env, its reward and what to do; the
+    envs before it keep their step (the next step returns it, their observations go on in order)."""
+    vector = partial(ShapedRewardEnv, lambda t: np.array([t, -t]) if t == 2 else t)
+    venv = SHAPED_BACKENDS[backend]([ShapedRewardEnv, vector, ShapedRewardEnv])
+    try:
+        venv.reset()
+        obs, *_ = venv.step(np.zeros(3, dtype=np.int64))
+        with pytest.raises(ValueError, match=r"env 1 returned a reward of ndarray \(2,\).*one number per env") as info:
+            venv.step(np.zeros(3, dtype=np.int64))
+        assert "vecenv: raised by env 1 during step" in getattr(info.value, "__notes__", [])
+        obs, rewards, dones, infos = venv.step(np.zeros(3, dtype=np.int64))
+    finally:
+        venv.close()
+    assert obs[0, 0] == 2 and rewards[0] == 2  # env 0's second step, kept from the step that raised
+    assert dones[1] and infos[1]["terminal_observation"][0] == 3  # env 1 stepped again: its episode's last step

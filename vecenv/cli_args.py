@@ -414,7 +414,10 @@ def resolve_env_id(env_id: str, imports: Sequence[str] = (), import_option: str 
     imported = f" after importing {', '.join(modules)}" if modules else ""
     if namespace is not None and namespace not in _namespaces():
         raise _unknown_namespace(env_id, namespace, imported, import_option)
-    hint = _close_ids(name) or "; see gymnasium.pprint_registry() for the ids"
+    hint = _close_ids(name) or (
+        "; see gymnasium.pprint_registry() for the ids (an env of a package that registers its ids when imported: "
+        f"MODULE:{env_id} or --import MODULE)"
+    )
     if modules:
         raise UsageError(f"unknown env id {env_id!r}: no env {name!r} is registered{imported}{hint}")
     raise UsageError(f"unknown env id {env_id!r} ({error}){hint}")

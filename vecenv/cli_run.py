@@ -84,7 +84,9 @@ _BACKEND_DOES = {
 
 @contextlib.contextmanager
 def _headless_rendering() -> Iterator[None]:
-    """Render with SDL's dummy video and audio drivers, unless the user chose drivers (``SDL_*DRIVER``).
+    """Render with SDL's offscreen video driver and dummy audio driver, unless the user chose drivers
+    (``SDL_*DRIVER``). Not the dummy video driver: some envs (highway-env) read it as "rendering disabled" and
+    return blank frames.
 
     pygame (which draws Gymnasium's classic-control and Box2D envs) initializes SDL's video subsystem even
     for ``rgb_array`` frames; without a desktop session SDL's Wayland driver then prints ``error:
@@ -93,9 +95,10 @@ def _headless_rendering() -> Iterator[None]:
     variables are set in this process before the envs and their worker processes start (which inherit
     them), and removed afterwards.
     """
-    added = [name for name in ("SDL_VIDEODRIVER", "SDL_AUDIODRIVER") if name not in os.environ]
+    drivers = {"SDL_VIDEODRIVER": "offscreen", "SDL_AUDIODRIVER": "dummy"}
+    added = [name for name in drivers if name not in os.environ]
     for name in added:
-        os.environ[name] = "dummy"
+        os.environ[name] = drivers[name]
     try:
         yield
     finally:
@@ -118,7 +121,8 @@ class _Wrapped:
 def _wrap_for_run(venv: Any, args: argparse.Namespace) -> _Wrapped:
     """Apply the wrappers ``vecenv run``'s options ask for (video recorder inside, NaN check outermost).
 
-    :raises UsageError: if ``--load-normalize`` or ``--video`` cannot be applied (``venv`` is then not closed).
+    :raises UsageError: if ``--load-normalize``, ``--normalize`` / ``--save-normalize`` (observations that are not
+        numeric arrays) or ``--video`` cannot be applied (``venv`` is then not closed).
     """
     wrapped = _Wrapped(venv)
     if args.load_normalize is not None:
@@ -132,7 +136,19 @@ def _wrap_for_run(venv: Any, args: argparse.Namespace) -> _Wrapped:
             detail = str(exc) if args.load_normalize in str(exc) else f"cannot load {args.load_normalize!r}: {exc}"
             raise UsageError(f"argument --load-normalize: {detail}") from None
     elif args.normalize or args.save_normalize is not None:
-        wrapped.normalize = VecNormalize(venv)
+        try:
+            wrapped.normalize = VecNormalize(venv)
+        except ValueError as exc:  # observations VecNormalize cannot normalize (not a Box; a Dict of other spaces)
+            option = "--normalize" if args.normalize else "--save-normalize"
+            advice = (
+                "this command normalizes every entry: pick the Box entries with VecNormalize(venv, "
+                "norm_obs_keys=[...]) in a script"
+                if isinstance(venv.observation_space, gym.spaces.Dict)
+                else f"leave {option} out"
+            )
+            raise UsageError(
+                f"argument {option}: cannot normalize the observations of {args.env_id}: {exc}; {advice}"
+            ) from None
     if wrapped.normalize is not None:
         venv = wrapped.normalize
     if args.video is not None:

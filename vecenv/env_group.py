@@ -35,9 +35,12 @@ from vecenv.sub_envs import (
     copy_info,
     copy_observation,
     is_wrapped,
+    reward_error,
+    scalar_rewards,
 )
 
 __all__ = ["EnvGroup", "check_same_spaces", "is_wrapped"]
+
 
 # stands for every default info {"TimeLimit.truncated": False} when infos are not dense (never handed out)
 _PLACEHOLDER_INFO: dict[str, Any] = {"TimeLimit.truncated": False}
@@ -276,11 +279,15 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
                     write(obs_buffer, j, obs)
                 add_reward(reward)
                 add_info(info)
+            try:
+                if indices is None:
+                    self.rewards[:] = step_rewards
+                else:
+                    self.rewards[stepped] = step_rewards
+            except (TypeError, ValueError) as exc:
+                self._store_odd_rewards(stepped, infos, step_rewards, exc)
             if indices is None:
-                self.rewards[:] = step_rewards
                 self._envs_with_flags = ended
-            else:
-                self.rewards[stepped] = step_rewards
             if self._uncopyable:
                 raise self._uncopyable_error()
         except BaseException as exc:
@@ -295,6 +302,24 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
         return infos, reset_infos
 
     # --- the rare paths of a step, out of its loop ------------------------------------------------------
+
+    def _store_odd_rewards(
+        self, stepped: Sequence[int], infos: list[Any], step_rewards: list[Any], exc: Exception
+    ) -> None:
+        """Rewards numpy could not store as one number per env (:func:`~vecenv.sub_envs.scalar_rewards`): stored
+        if each is one number or an array of one; else refused, and the envs before the first odd one keep their
+        step (``infos``, ``step_rewards`` and the records of ended envs are cut to them), as if it had raised.
+
+        :raises ValueError: from ``exc``, naming the env and its reward."""
+        rewards, position = scalar_rewards(step_rewards)
+        if position is None:
+            self.rewards[stepped] = rewards
+            return
+        kept = set(stepped[:position])
+        del infos[position:], step_rewards[position:]
+        self.ended[:] = [j for j in self.ended if j in kept]
+        self.reset_by_last_step[:] = [j for j in self.reset_by_last_step if j in kept]
+        raise reward_error(self.env_indices[stepped[position]], rewards[position]) from exc
 
     def _reset_at_next_step(self, j: int, position: int) -> tuple[Any, dict[str, Any]]:
         """Gymnasium's NEXT_STEP: this step resets env ``j`` (its action is ignored); ``position``: its place among

@@ -1,6 +1,6 @@
 """What vecenv does with one sub-env besides stepping it: build it from its factory (checking what the factory
-returns), compare its spaces with env 0's, find a wrapper in its chain (SB3's ``is_wrapped``), and copy what it
-returns (infos, observations) so the caller may keep it."""
+returns), compare its spaces with env 0's, find a wrapper in its chain (SB3's ``is_wrapped``), copy what it
+returns (infos, observations) so the caller may keep it, and check that its rewards are numbers."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ __all__ = [
     "copy_info",
     "copy_observation",
     "is_wrapped",
+    "reward_error",
+    "scalar_rewards",
 ]
 
 # info values that cannot change after the env returned them, so a shallow copy of the dict suffices
@@ -213,3 +215,28 @@ class SubEnvRequests:
         """``(indices,)`` -> ``env.render()`` of each env (an ``(H, W, 3)`` uint8 frame in ``rgb_array`` mode)."""
         (indices,) = payload
         return self._call_each(Command.RENDER, indices, lambda env: env.render())
+
+
+def _is_number(value: Any) -> bool:
+    """Whether ``value`` is one real number (Python's, a numpy scalar, a 0-d array): what a reward must be."""
+    return np.ndim(value) == 0 and np.asarray(value).dtype.kind in "biuf"
+
+
+def scalar_rewards(rewards: list[Any]) -> tuple[list[Any], int | None]:
+    """Rewards that numpy could not store as one number per env, read as SB3's ``DummyVecEnv`` stores them: an
+    array of one element is that element.
+
+    :return: ``(rewards, position)``: the rewards so read, and the position of the first that is still not one
+        number (a multi-objective env's vector, a string), or None if there is none.
+    """
+    read = [np.asarray(reward).reshape(()) if np.size(reward) == 1 else reward for reward in rewards]
+    return read, next((p for p, reward in enumerate(read) if not _is_number(reward)), None)
+
+
+def reward_error(env_index: int, reward: Any) -> ValueError:
+    """The error for env ``env_index``'s reward that is not one number, saying what to do."""
+    return ValueError(
+        f"vecenv: env {env_index} returned a reward of {type(reward).__name__} {np.shape(reward)} ({reward!r:.60}): "
+        "a vector env's rewards are one number per env. Make the env return one (a multi-objective env: wrap it "
+        "in a scalarizing wrapper, e.g. mo_gymnasium's LinearReward)."
+    )
