@@ -1140,3 +1140,15 @@ def test_dict_actions_reach_the_envs_with_the_keys_in_gymnasiums_order(cls: str)
     finally:
         ours.close()
         theirs.close()
+
+
+@pytest.mark.parametrize("name", ["SyncVectorEnv", "AsyncVectorEnv"])
+def test_closing_an_object_whose_constructor_raised_does_nothing(name: str) -> None:
+    """Gymnasium before 1.3 calls ``close()`` from ``VectorEnv.__del__``, also on an object whose constructor
+    raised: vecenv's classes then have nothing to close, and raise nothing."""
+    import vecenv.gymnasium as vg
+
+    cls = getattr(vg, name)
+    half_built = cls.__new__(cls)
+    half_built.close()
+    assert half_built.closed

@@ -465,3 +465,34 @@ def test_nothing_is_installed_for_a_vector_env_that_is_not_vecenvs() -> None:
         assert signal.getsignal(signal.SIGINT) is previous
     finally:
         venv.close()
+
+
+def _child_pids() -> set[int]:
+    pids: set[int] = set()
+    for path in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+        pids.update(int(pid) for pid in path.read_text().split())
+    return pids
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_sigint_as_a_worker_is_forked_in_the_constructor_leaves_nothing(monkeypatch) -> None:
+    """A Ctrl-C right after the constructor forked a worker process (inside multiprocessing's ``start()``, before
+    the process is known): the constructor raises ``KeyboardInterrupt`` once the worker is recorded and ends it,
+    so no child process (nor zombie) is left."""
+    forked: list[int] = []
+    real_fork = os.fork
+
+    def fork_then_sigint() -> int:
+        pid = real_fork()
+        if pid and not forked:
+            forked.append(pid)
+            signal.raise_signal(signal.SIGINT)
+        return pid
+
+    before = _child_pids()
+    monkeypatch.setattr(os, "fork", fork_then_sigint)
+    with pytest.raises(KeyboardInterrupt):
+        vecenv.SubprocVecEnv(track_fns(4), n_workers=2, start_method="fork")
+    monkeypatch.undo()
+    assert forked and forked[0] not in _child_pids() - before

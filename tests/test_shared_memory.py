@@ -395,8 +395,8 @@ def describe_fds(fds: set[str]) -> list[str]:
     return out
 
 
-def one_cycle(keep: list | None = None) -> None:
-    venv = vecenv.SubprocVecEnv([functools.partial(CounterEnv, offset=i) for i in range(2)])
+def one_cycle(keep: list | None = None, **kwargs: Any) -> None:
+    venv = vecenv.SubprocVecEnv([functools.partial(CounterEnv, offset=i) for i in range(2)], **kwargs)
     venv.reset()
     venv.step(np.array([1, 2]))
     venv.close()
@@ -423,7 +423,13 @@ def vecenv_mappings() -> int:
     return mapped_paths("self").count("memfd:vecenv-batch")
 
 
-def test_close_releases_shared_block_while_referenced():
+def memfds() -> list[str]:
+    """This process's open file descriptors of vecenv's shared blocks."""
+    return [fd for fd, target in fd_targets(open_fds()).items() if "vecenv-batch" in target]
+
+
+@pytest.mark.parametrize("parent_envs", [0, 1])
+def test_close_releases_shared_block_while_referenced(parent_envs):
     """close() itself releases what vecenv owns, even while the closed vec envs are still referenced (kept in a
     list, in a traceback, by a logger...): the worker pipes and the shared block (its fd and its mapping).
 
@@ -436,7 +442,7 @@ def test_close_releases_shared_block_while_referenced():
     before, maps_before = open_fds(), vecenv_mappings()
     keep: list = []
     for _ in range(10):
-        one_cycle(keep)
+        one_cycle(keep, parent_envs=parent_envs)  # (with parent_envs, this process's envs write into the block)
     new = {
         fd: os.readlink(f"/proc/self/fd/{fd}") for fd in open_fds() - before if os.path.exists(f"/proc/self/fd/{fd}")
     }
@@ -642,3 +648,49 @@ def test_composite_terminal_observation_in_partial_batches(obs_type):
         assert ends == 4 + 2 + 3 + 2  # env i steps 8, 6, 6, 6 times; episodes of 2 or 3 steps
     finally:
         venv.close()
+
+
+def test_an_interrupted_block_creation_leaves_no_descriptor(monkeypatch):
+    """A Ctrl-C (or an error) while the shared block is sized or mapped closes its descriptor: nothing owns it yet."""
+    from vecenv import shared_memory
+
+    before = memfds()
+    real_mmap = shared_memory.mmap.mmap
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    space = spaces.Box(0, 1, (3,), np.float32)
+    monkeypatch.setattr(shared_memory.os, "ftruncate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        SharedBatch.create(space, spaces.Discrete(2), 2)
+    monkeypatch.undo()
+    monkeypatch.setattr(shared_memory.mmap, "mmap", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        SharedBatch.create(space, spaces.Discrete(2), 2)
+    monkeypatch.setattr(shared_memory.mmap, "mmap", real_mmap)
+    assert memfds() == before
+
+
+def test_shared_fd_is_closed_once_even_if_interrupted(monkeypatch):
+    """``SharedFd.close`` forgets the number before closing it: a Ctrl-C right after ``os.close`` returns cannot
+    make a later close hit the number again (by then maybe a file of the program's)."""
+    from vecenv.workers import subproc
+
+    read_end, write_end = os.pipe()
+    os.close(write_end)
+    closed: list[int] = []
+    real_close = os.close
+
+    def close_then_interrupt(fd: int) -> None:
+        real_close(fd)
+        closed.append(fd)
+        if len(closed) == 1:
+            raise KeyboardInterrupt
+
+    shared_fd = subproc.SharedFd(read_end)
+    monkeypatch.setattr(subproc.os, "close", close_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        shared_fd.close()
+    shared_fd.close()  # (a worker's shutdown closes it again)
+    assert closed == [read_end] and shared_fd.fd == -1

@@ -473,3 +473,37 @@ def test_vecenv_trains_and_sb3_loads(tmp_path):
     again.seed(7)
     theirs.seed(7)
     assert_same_steps(again, theirs)
+
+
+def _numpy1_bit_generator_ctor(bit_generator_name: Any = "MT19937") -> Any:
+    """NumPy 1.x's ``numpy.random._pickle.__bit_generator_ctor``: a bit generator's name only."""
+    if not isinstance(bit_generator_name, str):
+        raise ValueError(f"{bit_generator_name} is not a known BitGenerator module.")
+    return getattr(np.random, bit_generator_name)()
+
+
+def _numpy1_generator_ctor(bit_generator_name: Any = "MT19937", bit_generator_ctor: Any = None) -> Any:
+    """NumPy 1.x's ``numpy.random._pickle.__generator_ctor``."""
+    return np.random.Generator((bit_generator_ctor or _numpy1_bit_generator_ctor)(bit_generator_name))
+
+
+def test_numpy_1_reads_the_generators_of_a_numpy_2_pickle(monkeypatch):
+    """SB3 files written with NumPy 2 name each space's bit generator by its class and pickle its state with its
+    seed sequence; with NumPy 1.x's constructors (which take names only) they are still read, and the statistics
+    are those saved."""
+    import numpy.random._pickle as numpy_pickle
+
+    from vecenv.wrappers import sb3_pickle
+    from vecenv.wrappers.numpy1_pickles import numpy1_bit_generator_state
+
+    expected = VecNormalize.load(DATA / "sb3_cartpole_box.pkl", sb3_venv("cartpole")).obs_rms.mean
+    monkeypatch.setattr(numpy_pickle, "__bit_generator_ctor", _numpy1_bit_generator_ctor)
+    monkeypatch.setattr(numpy_pickle, "__generator_ctor", _numpy1_generator_ctor)
+    with pytest.raises(ValueError, match="not a readable pickle"):  # NumPy 1.x's constructors alone
+        VecNormalize.load(DATA / "sb3_cartpole_box.pkl", sb3_venv("cartpole"))
+    monkeypatch.setattr(sb3_pickle, "NUMPY_1", True)
+    loaded = VecNormalize.load(DATA / "sb3_cartpole_box.pkl", sb3_venv("cartpole"))
+    np.testing.assert_array_equal(loaded.obs_rms.mean, expected)
+    state = np.random.PCG64(3).state
+    assert numpy1_bit_generator_state((state, np.random.SeedSequence(3))) is state
+    assert numpy1_bit_generator_state(state) is state

@@ -306,11 +306,9 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
     def _store_odd_rewards(
         self, stepped: Sequence[int], infos: list[Any], step_rewards: list[Any], exc: Exception
     ) -> None:
-        """Rewards numpy could not store as one number per env (:func:`~vecenv.sub_envs.scalar_rewards`): stored
-        if each is one number or an array of one; else refused, and the envs before the first odd one keep their
-        step (``infos``, ``step_rewards`` and the records of ended envs are cut to them), as if it had raised.
-
-        :raises ValueError: from ``exc``, naming the env and its reward."""
+        """Rewards numpy could not store as one number per env: stored if each is one number or an array of one
+        (:func:`~vecenv.sub_envs.scalar_rewards`); else a ``ValueError`` from ``exc`` naming the first odd one,
+        and the envs before it keep their step (what describes the step is cut to them), as if it had raised."""
         rewards, position = scalar_rewards(step_rewards)
         if position is None:
             self.rewards[stepped] = rewards
@@ -473,6 +471,14 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
         """
         partial, self._partial_step = self._partial_step, None
         return partial
+
+    def drop_buffers(self) -> None:
+        """Closing: drop the buffers the group writes into and their row views (``parent_envs``: the shared block)."""
+        self.obs = None
+        self.rewards = np.zeros(0)
+        self.dones, self.terminations, self.truncations = (np.zeros(0, dtype=bool) for _ in range(3))
+        self._rows_buffer, self._rows = None, []
+        self._rows_cache.clear()
 
     def forget_flags(self) -> None:
         """The flag arrays were replaced or written by someone else: the next step clears them all."""

@@ -218,6 +218,23 @@ class InterruptGuard:
         if counted:
             self.waiting -= 1
 
+    def run_deferring(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run ``function`` as a section also where no vector env is open yet (a constructor starting its worker
+        processes): a Ctrl-C arriving meanwhile is raised as it returns, once what it started is recorded (a
+        child forked but not yet known could not be ended).
+
+        :return: what ``function`` returns.
+        """
+        self.acquire()
+        try:
+            counted = self.enter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.leave(counted)
+        finally:
+            self.release()
+
     def run_waiting(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run code that is not vecenv's (another library's vector env) as a wait: Ctrl-C is raised in it at once.
 

@@ -58,7 +58,11 @@ def _anonymous_fd(size: int) -> int:
         handle, path = tempfile.mkstemp(prefix="vecenv-batch-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         os.unlink(path)
         fd = handle
-    os.ftruncate(fd, max(size, 1))
+    try:
+        os.ftruncate(fd, max(size, 1))
+    except BaseException:  # (ENOMEM, a Ctrl-C: the block is nobody's yet)
+        os.close(fd)
+        raise
     return fd
 
 
@@ -151,7 +155,11 @@ class SharedBatch:
         """
         _, size = cls._layout(observation_space, action_space, num_envs, None, rewards_dtype, obs_slots)
         fd = _anonymous_fd(size)
-        return cls.attach(observation_space, action_space, num_envs, fd, size, rewards_dtype, obs_slots), fd
+        try:
+            return cls.attach(observation_space, action_space, num_envs, fd, size, rewards_dtype, obs_slots), fd
+        except BaseException:  # (the mapping failed or was interrupted: the block is nobody's yet)
+            os.close(fd)
+            raise
 
     @classmethod
     def attach(

@@ -28,6 +28,7 @@ from vecenv.engine.checks import (
 from vecenv.engine.obs_slots import default_obs_slots
 from vecenv.engine.replies import call_all
 from vecenv.env_group import check_same_spaces
+from vecenv.interrupts import GUARD
 from vecenv.shared_memory import SharedBatch
 from vecenv.spaces import (
     create_batch_buffer,
@@ -190,7 +191,10 @@ class SubprocVecEnv(WorkerVecEnv):
         action_buffer = None
         shared = None
         try:
-            subprocs = _start_subprocs(ctx, env_fns, parent_envs, n_workers, mode, step_timeout, reset_timeout, workers)
+            # (a Ctrl-C while a process starts is raised once it is in ``workers``: the except below ends it)
+            subprocs = GUARD.run_deferring(
+                _start_subprocs, ctx, env_fns, parent_envs, n_workers, mode, step_timeout, reset_timeout, workers
+            )
             for subproc in subprocs:
                 subproc.use_spinner(spinner, worker_spin)
             observation_space, action_space = _spaces_of(env_fns, parent_envs, mode, workers, subprocs)
@@ -310,8 +314,12 @@ def _share_memory(
     slots = obs_slots if obs_in_shm and obs_slots >= 2 else 1
     shared, raw_fd = SharedBatch.create(observation_space, action_space, num_envs, rewards_dtype, slots)
     fd = SharedFd(raw_fd)
-    for worker in subprocs:
-        worker.setup_shared(shared, fd, obs_in_shm)
+    try:
+        for worker in subprocs:
+            worker.setup_shared(shared, fd, obs_in_shm)
+    except BaseException:  # (the vector env is not built: its workers are shut down, the block is closed here)
+        fd.close()
+        raise
     obs_buffer = shared.obs if obs_in_shm else create_batch_buffer(observation_space, num_envs)
     buffers = (obs_buffer, shared.rewards, shared.dones, shared.terminations, shared.truncations)
     return buffers, shared.actions, shared

@@ -402,6 +402,9 @@ class AsyncVectorEnv(VecenvVectorEnv[ObsType, ActType], VectorEnv[ObsType, ActTy
         :param terminate: terminate the workers at once.
         :raises Exception: the first error an env's ``close()`` raised.
         """
+        # (a constructor that raised has nothing to close: Gymnasium < 1.3's __del__ calls close() on it too)
+        if "_state" not in vars(self) or "_venv" not in vars(self):
+            return
         timeout = 0 if terminate else timeout
         if self._state != AsyncState.DEFAULT:
             logger.warn(f"Calling `close` while waiting for a pending call to `{self._state.value}` to complete.")

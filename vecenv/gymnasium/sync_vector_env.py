@@ -220,4 +220,7 @@ class SyncVectorEnv(VecenvVectorEnv[ObsType, ActType], VectorEnv[ObsType, ActTyp
 
         :raises Exception: the first error an env's ``close()`` raised.
         """
+        # (a constructor that raised has nothing to close: Gymnasium < 1.3's __del__ calls close() on it too)
+        if "_venv" not in vars(self):
+            return
         self._venv.close()

@@ -62,6 +62,11 @@ class InProcessWorker(Worker):
     def use_obs_rows(self, obs_rows: Any) -> None:
         self.group.obs = obs_rows
 
+    def shutdown_finish(self, deadline: float) -> None:
+        """Drop the group's views of the vector env's buffers: with ``parent_envs``, they map the shared block,
+        which closing the vector env must release (arrays handed out keep their own mapping)."""
+        self.group.drop_buffers()
+
     #: recv() runs the request: it never waits for a reply
     blocks = False
 

@@ -69,9 +69,9 @@ class SharedFd:
         self.fd = fd
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        fd, self.fd = self.fd, -1  # (forgotten first: a Ctrl-C after os.close must not close the number again)
+        if fd >= 0:
+            os.close(fd)
 
 
 _MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__""")

@@ -42,6 +42,7 @@ from vecenv.wrappers.normalize_state import (
     describe_space,
     load_error,
 )
+from vecenv.wrappers.numpy1_pickles import NUMPY_1, numpy1_bit_generator_state, numpy1_generator_ctors
 
 __all__ = [
     "SB3_RUNNING_MEAN_STD",
@@ -127,6 +128,8 @@ def allowed_globals(vec_normalize_class: type) -> dict[tuple[str, str], Any]:
     allowed[("collections", "OrderedDict")] = OrderedDict
     allowed[SB3_VEC_NORMALIZE] = vec_normalize_class
     allowed[SB3_RUNNING_MEAN_STD] = RunningMeanStd
+    if NUMPY_1:
+        numpy1_generator_ctors(allowed)
     return allowed
 
 
@@ -243,6 +246,8 @@ class RestrictedUnpickler(pickle._Unpickler):
             _checked_dtype_state(target, state)
         elif isinstance(target, np.ndarray):
             _checked_array_state(state)
+        elif NUMPY_1 and isinstance(target, np.random.BitGenerator):
+            self.stack[-1] = numpy1_bit_generator_state(state)  # type: ignore[attr-defined]
         super().load_build()  # type: ignore[misc]
 
     dispatch[pickle.BUILD[0]] = load_build  # type: ignore[assignment]
