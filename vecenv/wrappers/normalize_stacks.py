@@ -47,9 +47,9 @@ def unwrap_vec_normalize(env: VecEnv) -> VecNormalize | None:
 def sync_envs_normalization(env: VecEnv, eval_env: VecEnv) -> None:
     """Copy the normalization statistics of ``env`` into ``eval_env`` (deep copies; SB3 semantics).
 
-    Both wrapper stacks are walked in step: wherever ``env`` has a :class:`VecNormalize`, ``eval_env``
-    must have one at the same depth, and gets a copy of its ``obs_rms`` (if it has one) and ``ret_rms``.
-    Other settings (``training``, ``norm_reward``, ...) are not touched.
+    Both wrapper stacks are walked in step (vecenv's wrappers and SB3's): wherever ``env`` has a
+    :class:`VecNormalize` (or SB3's), ``eval_env`` must have one at the same depth, and gets a copy of its
+    ``obs_rms`` (if it has one) and ``ret_rms``. Other settings (``training``, ``norm_reward``, ...) are not touched.
 
     :param env: the training env.
     :param eval_env: the evaluation env, wrapped the same way.
