@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -489,3 +490,31 @@ def test_stacking_matches_the_naive_reference(case):
     stack.reset(draw_obs())
     for got, want in zip(outputs, expected_outputs, strict=True):
         assert_exact(got, want)
+
+
+class _UnsortedDictEnv(gym.Env):
+    """Dict observations whose keys come in the order ``b``, ``a`` (a space built from an ``OrderedDict``)."""
+
+    observation_space = spaces.Dict(
+        OrderedDict([("b", spaces.Box(0, 9, (2,), np.float32)), ("a", spaces.Box(0, 9, (1,), np.float32))])
+    )
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        return OrderedDict([("b", np.zeros(2, np.float32)), ("a", np.zeros(1, np.float32))]), {}
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool, dict]:
+        return OrderedDict([("b", np.ones(2, np.float32)), ("a", np.ones(1, np.float32))]), 0.0, False, False, {}
+
+
+def test_stacked_dict_observations_keep_the_keys_order_of_the_observations():
+    """Stacked Dict observations have their keys in the order the wrapped env gives them (SB3's loop over the
+    observation's keys), also under a second ``VecFrameStack``, whose space Gymnasium sorts."""
+    venv = vecenv.VecFrameStack(vecenv.VecFrameStack(vecenv.DummyVecEnv([_UnsortedDictEnv]), 2), 2)
+    try:
+        assert list(venv.reset()) == ["b", "a"]
+        obs = venv.step(np.zeros(1, dtype=np.int64))[0]
+        assert list(obs) == ["b", "a"]
+        np.testing.assert_array_equal(obs["a"], [[0, 0, 0, 1]])
+    finally:
+        venv.close()

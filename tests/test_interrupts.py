@@ -218,31 +218,39 @@ def test_sigint_between_step_async_and_step_wait(kind: str, built: list[Any], re
     hand = HandStepped(3)
     venv.reset()
     steps_until_interrupted(venv, hand, 2)
-    # vecenv's own step() calls the body of step_async; a wrapper's step() calls its step_async
-    half = "step_async" if kind == "wrapped" else "_step_async"
-    setattr(venv, half, _SigintAfter(getattr(venv, half)))
-    assert steps_until_interrupted(venv, hand, 15) == 1
+    if kind == "wrapped":  # the wrapper's step() (VecEnv.step, inside its section) as it moves to step_wait
+        from vecenv import base
+
+        between = _deliver_sigint_in(base, "step", "return self.step_wait()", lambda frame: GUARD.depth > 0)
+        sys.settrace(between)
+        try:
+            assert steps_until_interrupted(venv, hand, 15) == 1
+        finally:
+            sys.settrace(None)
+    else:  # vecenv's own step() calls the body of step_async
+        venv._step_async = _SigintAfter(venv._step_async)
+        assert steps_until_interrupted(venv, hand, 15) == 1
     assert not inner.waiting
 
 
-def _deliver_sigint_in(code_name: str, line_text: str, env_position: int) -> Callable[..., Any]:
-    """A trace function that calls the installed SIGINT handler with the frame of vecenv's ``code_name`` as that
-    frame reaches the line holding ``line_text`` for env ``env_position`` (its local ``j``): what CPython does
-    when a Ctrl-C lands on that line."""
-    from vecenv import env_group
-
-    lines = Path(env_group.__file__).read_text().splitlines()
-    target = next(number + 1 for number, text in enumerate(lines) if line_text in text)
+def _deliver_sigint_in(
+    module: Any, code_name: str, line_text: str, when: Callable[[FrameType], bool] = lambda frame: True
+) -> Callable[..., Any]:
+    """A trace function that calls the installed SIGINT handler with the frame of ``code_name`` (a function of
+    vecenv's ``module``), once, as that frame reaches a line holding ``line_text`` where ``when(frame)``: what
+    CPython does when a Ctrl-C lands on that line."""
+    lines = Path(module.__file__).read_text().splitlines()
+    targets = {number + 1 for number, text in enumerate(lines) if line_text in text}
     delivered: list[int] = []
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line" and frame.f_lineno == target and frame.f_locals.get("j") == env_position and not delivered:
+        if event == "line" and frame.f_lineno in targets and not delivered and when(frame):
             delivered.append(1)
             signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)  # type: ignore[operator]
         return local
 
     def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename == env_group.__file__ and frame.f_code.co_name == code_name:
+        if frame.f_code.co_filename == module.__file__ and frame.f_code.co_name == code_name:
             return local
         return None
 
@@ -263,7 +271,10 @@ def test_sigint_in_the_bookkeeping_after_an_in_process_env_stepped(kind: str, bu
     hand = HandStepped(venv.num_envs)
     venv.reset()
     steps_until_interrupted(venv, hand, 2)
-    sys.settrace(_deliver_sigint_in("step", "rows[j][...] = obs", 1))  # (this thread's frames)
+    from vecenv import env_group
+
+    row_write = _deliver_sigint_in(env_group, "step", "rows[j][...] = obs", lambda frame: frame.f_locals.get("j") == 1)
+    sys.settrace(row_write)  # (this thread's frames)
     try:
         with pytest.raises(KeyboardInterrupt):
             venv.step(np.zeros(venv.num_envs, dtype=np.int64))
@@ -276,14 +287,20 @@ def test_sigint_in_the_bookkeeping_after_an_in_process_env_stepped(kind: str, bu
 def test_sigint_in_a_wrappers_bookkeeping_is_raised_by_the_next_call(built: list[Any]) -> None:
     """SIGINT lands after the vector env returned a step to a wrapper, inside the wrapper's step_wait: raising it
     there would drop a finished step, so it is raised by the next call, before that call does anything."""
+    from vecenv.wrappers import vec_monitor
+
     venv = vecenv.DummyVecEnv(track_fns(2))
     built.append(venv)
-    venv.step_wait = _SigintAfter(venv.step_wait, call=2)  # the wrapper calls this one
     wrapped = vecenv.VecMonitor(venv)
     hand = HandStepped(2)
     wrapped.reset()
     hand.check(*wrapped.step(np.zeros(2, dtype=np.int64)))
-    hand.check(*wrapped.step(np.zeros(2, dtype=np.int64)))  # SIGINT arrives in here, after the envs stepped
+    # SIGINT lands on the line after VecMonitor.step_wait's call of the vector env's step_wait
+    sys.settrace(_deliver_sigint_in(vec_monitor, "step_wait", "if self._next_step:"))
+    try:
+        hand.check(*wrapped.step(np.zeros(2, dtype=np.int64)))  # SIGINT arrives in here, after the envs stepped
+    finally:
+        sys.settrace(None)
     with pytest.raises(KeyboardInterrupt):
         wrapped.step(np.zeros(2, dtype=np.int64))
     assert steps_until_interrupted(wrapped, hand, 10) == 0

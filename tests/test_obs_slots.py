@@ -455,3 +455,20 @@ def test_a_forked_childs_batch_is_never_overwritten(backend: str, built: Any) ->
     for fd in (read_end, child_go_r, child_go_w):
         os.close(fd)
     assert answer == b"1", "the forked child's batch was overwritten by the parent's later steps"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_vecenvs_own_forked_workers_retire_no_slot(built: Any) -> None:
+    """Starting vecenv's own worker processes with ``start_method="fork"`` while the caller holds a batch retires
+    no slot (those workers read none of the caller's arrays): a loop that keeps its last batch goes on getting
+    batches over the slots."""
+    venv = build_seeded(built, "subproc")
+    held: list[Any] = []
+    for _ in range(3):  # a new batch held at each fork (3 of the 4 slots, were they retired)
+        held[:] = [venv.step(np.zeros(N, dtype=np.int64))[0]]
+        built("subproc", counter_fns(2), start_method="fork").close()
+    venv.step_stats(reset=True)
+    for _ in range(10):
+        held[:] = [venv.step(np.zeros(N, dtype=np.int64))[0]]  # (the last batch held while the next is written)
+    assert venv.step_stats().obs_shared == 10

@@ -345,7 +345,8 @@ def test_one_element_array_rewards_are_stored_as_their_element(backend: str) -> 
 @pytest.mark.parametrize("backend", sorted(SHAPED_BACKENDS))
 def test_vector_rewards_are_refused_naming_the_env(backend: str) -> None:
     """A multi-objective env's vector reward is a ``ValueError`` naming the env, its reward and what to do; the
-    envs before it keep their step (the next step returns it, their observations go on in order)."""
+    other envs keep their step, those before it and after it (the next step returns it, their observations go on
+    in order: none is stepped twice)."""
     vector = partial(ShapedRewardEnv, lambda t: np.array([t, -t]) if t == 2 else t)
     venv = SHAPED_BACKENDS[backend]([ShapedRewardEnv, vector, ShapedRewardEnv])
     try:
@@ -358,4 +359,5 @@ def test_vector_rewards_are_refused_naming_the_env(backend: str) -> None:
     finally:
         venv.close()
     assert obs[0, 0] == 2 and rewards[0] == 2  # env 0's second step, kept from the step that raised
+    assert obs[2, 0] == 2 and rewards[2] == 2  # env 2's too, though it stepped after env 1
     assert dones[1] and infos[1]["terminal_observation"][0] == 3  # env 1 stepped again: its episode's last step

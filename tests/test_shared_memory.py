@@ -675,7 +675,7 @@ def test_an_interrupted_block_creation_leaves_no_descriptor(monkeypatch):
 def test_shared_fd_is_closed_once_even_if_interrupted(monkeypatch):
     """``SharedFd.close`` forgets the number before closing it: a Ctrl-C right after ``os.close`` returns cannot
     make a later close hit the number again (by then maybe a file of the program's)."""
-    from vecenv.workers import subproc
+    from vecenv import shared_memory
 
     read_end, write_end = os.pipe()
     os.close(write_end)
@@ -688,8 +688,8 @@ def test_shared_fd_is_closed_once_even_if_interrupted(monkeypatch):
         if len(closed) == 1:
             raise KeyboardInterrupt
 
-    shared_fd = subproc.SharedFd(read_end)
-    monkeypatch.setattr(subproc.os, "close", close_then_interrupt)
+    shared_fd = shared_memory.SharedFd(read_end)
+    monkeypatch.setattr(shared_memory.os, "close", close_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         shared_fd.close()
     shared_fd.close()  # (a worker's shutdown closes it again)

@@ -324,3 +324,76 @@ def test_a_subclass_may_replace_buf_obs_and_buf_infos() -> None:
         assert infos == [{"model": True}, {"model": True}] and model.buf_infos is infos
     finally:
         model.close()
+
+
+class EvalNormalize(vecenv.VecNormalize):
+    """A subclass with an ``__init__`` of its own (an evaluation wrapper): ``load`` cannot pass it the saved
+    configuration, so it is set up as a ``VecNormalize``."""
+
+    def __init__(self, venv: Any) -> None:
+        super().__init__(venv, training=False, norm_reward=False)
+
+
+def test_load_on_a_subclass_with_its_own_init(tmp_path) -> None:
+    """``EvalNormalize.load()`` returns an ``EvalNormalize`` with the saved configuration and statistics."""
+    trained = vecenv.VecNormalize(vecenv.DummyVecEnv(count_fns(2)), gamma=0.9)
+    trained.reset()
+    trained.step(np.zeros(2, dtype=np.int64))
+    trained.save(tmp_path / "stats.npz")
+    loaded = EvalNormalize.load(tmp_path / "stats.npz", vecenv.DummyVecEnv(count_fns(2)))
+    try:
+        assert type(loaded) is EvalNormalize and loaded.gamma == 0.9 and loaded.training
+        np.testing.assert_array_equal(loaded.obs_rms.mean, trained.obs_rms.mean)  # type: ignore[union-attr]
+    finally:
+        trained.close()
+        loaded.close()
+
+
+def test_ctrl_c_interrupts_a_step_half_set_on_a_wrapper_instance(built) -> None:
+    """A ``step_wait`` set on one of vecenv's wrappers (``mock.patch.object``) is the caller's code: Ctrl-C in it is
+    raised at once, as with SB3."""
+    venv = vecenv.DummyVecEnv(count_fns(2))
+    built.append(venv)
+    monitor = vecenv.VecMonitor(venv)
+    monitor.reset()
+    finished = []
+
+    def step_wait() -> VecEnvStepReturn:
+        result = venv.step_wait()
+        signal.raise_signal(signal.SIGINT)
+        finished.append(True)
+        return result
+
+    monitor.step_wait = step_wait  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        monitor.step(np.zeros(2, dtype=np.int64))
+    assert not finished
+
+
+def test_ctrl_c_in_vecenvs_bookkeeping_under_an_adapter_is_deferred(built) -> None:
+    """vecenv's own Gymnasium layer adapted by ``from_gymnasium``: a Ctrl-C between its engine's two step halves is
+    deferred as when it is used directly (the adapter's wait runs vecenv's own sections), so the next steps work
+    and no step is lost."""
+    import vecenv.gymnasium as vg
+
+    inner = vg.SyncVectorEnv([lambda: CountEnv(10) for _ in range(2)])
+    engine = inner._venv
+    original = engine.step_async
+    calls = []
+
+    def step_async_then_sigint(actions: Any) -> None:
+        original(actions)
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)
+
+    engine.step_async = step_async_then_sigint  # type: ignore[method-assign]
+    venv = from_gymnasium(inner)
+    built.append(venv)
+    venv.reset()
+    actions = np.zeros(2, dtype=np.int64)
+    np.testing.assert_array_equal(venv.step(actions)[0], [[1.0], [1.0]])
+    with pytest.raises(KeyboardInterrupt):
+        venv.step(actions)
+    seen = [venv.step(actions)[0][0, 0] for _ in range(2)]
+    assert seen == [2.0, 3.0]  # the interrupted step, held by the inner vector env, then the next one

@@ -482,9 +482,9 @@ def _numpy1_bit_generator_ctor(bit_generator_name: Any = "MT19937") -> Any:
     return getattr(np.random, bit_generator_name)()
 
 
-def _numpy1_generator_ctor(bit_generator_name: Any = "MT19937", bit_generator_ctor: Any = None) -> Any:
-    """NumPy 1.x's ``numpy.random._pickle.__generator_ctor``."""
-    return np.random.Generator((bit_generator_ctor or _numpy1_bit_generator_ctor)(bit_generator_name))
+def _numpy1_generator_ctor(bit_generator_name: Any = "MT19937") -> Any:
+    """NumPy 1.21-1.23's ``numpy.random._pickle.__generator_ctor`` (a name, one argument)."""
+    return np.random.Generator(_numpy1_bit_generator_ctor(bit_generator_name))
 
 
 def test_numpy_1_reads_the_generators_of_a_numpy_2_pickle(monkeypatch):
@@ -507,3 +507,21 @@ def test_numpy_1_reads_the_generators_of_a_numpy_2_pickle(monkeypatch):
     state = np.random.PCG64(3).state
     assert numpy1_bit_generator_state((state, np.random.SeedSequence(3))) is state
     assert numpy1_bit_generator_state(state) is state
+
+
+@pytest.mark.parametrize("name", ["stats.npz", "stats.pkl", "sb3"])
+def test_loaded_reward_statistics_are_numbers(name, tmp_path):
+    """The reward statistics come back as float64 NumPy scalars, as SB3's unpickled ones and a trained
+    ``RunningMeanStd``'s are (not 0-d arrays), from either format and from SB3's file; so does a pickle vecenv
+    writes for SB3."""
+    if name == "sb3":
+        path = DATA / "sb3_cartpole_box.pkl"
+    else:
+        path = tmp_path / name
+        trained = VecNormalize(sb3_venv("cartpole"))
+        trained.reset()
+        trained.step(np.zeros(trained.num_envs, dtype=np.int64))
+        trained.save(path)
+    loaded = VecNormalize.load(path, sb3_venv("cartpole"))
+    assert type(loaded.ret_rms.mean) is np.float64 and type(loaded.ret_rms.var) is np.float64
+    assert isinstance(loaded.obs_rms.mean, np.ndarray) and loaded.obs_rms.mean.shape == (4,)  # type: ignore[union-attr]

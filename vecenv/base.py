@@ -38,27 +38,36 @@ VecEnvObs = Union[np.ndarray, dict[str, np.ndarray], tuple[np.ndarray, ...]]  # 
 VecEnvStepReturn = tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict]]
 
 
-#: per class: whether its ``step_async`` and ``step_wait`` are both vecenv's own code
-_VECENV_HALVES: dict[type, bool] = {}
+#: the step halves met so far: function -> whether it is vecenv's own code
+_HALVES_SEEN: dict[Any, bool] = {}
+
+
+def _is_vecenvs(function: Any) -> bool:
+    own = _HALVES_SEEN.get(function)
+    if own is None:
+        own = _HALVES_SEEN[function] = getattr(function, "__module__", "").startswith("vecenv.")
+    return own
 
 
 def _halves_are_vecenvs(venv: Any) -> bool:
     """Whether ``venv.step()`` runs only vecenv's code around its waits: at every level of the stack (``venv``,
-    then each ``venv`` attribute down), the class's ``step_async`` and ``step_wait`` are vecenv's, not a
-    subclass's or a mixin's. Only such a step is one Ctrl-C section: code of the caller's in it would otherwise
-    run with Ctrl-C deferred (and a wait of its own could not be interrupted)."""
-    while venv is not None:
-        cls = type(venv)
-        own = _VECENV_HALVES.get(cls)
-        if own is None:
-            own = _VECENV_HALVES[cls] = all(
-                getattr(getattr(cls, name, None), "__module__", "").startswith("vecenv.")
-                for name in ("step_async", "step_wait")
-            )
-        if not own:
+    then each ``venv`` attribute down), ``step_async`` and ``step_wait`` are vecenv's, not a subclass's, a
+    mixin's, set on the class later or on the instance. Only such a step is one Ctrl-C section: code of the
+    caller's in it would otherwise run with Ctrl-C deferred (and a wait of its own could not be interrupted)."""
+    for _ in range(64):  # (a stack is a few levels deep; a cycle is not vecenv's)
+        if venv is None:
+            return True
+        attributes = getattr(venv, "__dict__", _NO_ATTRIBUTES)
+        if "step_async" in attributes or "step_wait" in attributes:
             return False
-        venv = getattr(venv, "__dict__", {}).get("venv")
-    return True
+        cls = type(venv)
+        if not (_is_vecenvs(getattr(cls, "step_async", None)) and _is_vecenvs(getattr(cls, "step_wait", None))):
+            return False
+        venv = attributes.get("venv")
+    return False
+
+
+_NO_ATTRIBUTES: dict[str, Any] = {}
 
 
 def tile_images(images_nhwc: Sequence[np.ndarray]) -> np.ndarray:

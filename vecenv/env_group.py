@@ -19,11 +19,9 @@ from gymnasium.vector import AutoresetMode
 
 from vecenv.errors import (
     UncopyableInfoError,
-    add_env_context,
-    add_note,
-    describe_dropped,
     drop_uncopyable,
 )
+from vecenv.failed_steps import FailedSteps
 from vecenv.group_accounts import GroupAccounts
 from vecenv.protocol import Command, EmptyOptions
 from vecenv.spaces import create_batch_buffer, make_obs_writer, make_row_writer
@@ -35,8 +33,6 @@ from vecenv.sub_envs import (
     copy_info,
     copy_observation,
     is_wrapped,
-    reward_error,
-    scalar_rewards,
 )
 
 __all__ = ["EnvGroup", "check_same_spaces", "is_wrapped"]
@@ -46,7 +42,7 @@ __all__ = ["EnvGroup", "check_same_spaces", "is_wrapped"]
 _PLACEHOLDER_INFO: dict[str, Any] = {"TimeLimit.truncated": False}
 
 
-class EnvGroup(GroupAccounts, SubEnvRequests):
+class EnvGroup(GroupAccounts, FailedSteps, SubEnvRequests):
     """Owns ``k`` sub-envs and steps them into preallocated batch buffers with Stable-Baselines3's rules.
 
     Episode end: ``done = terminated or truncated`` and ``info["TimeLimit.truncated"] = truncated and not
@@ -190,9 +186,6 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
         self._write_obs = make_obs_writer(self.observation_space)
         self.handlers = self._make_handlers()
 
-    def _fail(self, exc: BaseException, local_index: int, command: Command) -> None:
-        add_env_context(exc, self.env_indices[local_index], command.label)
-
     # --- stepping ---------------------------------------------------------------------------------
 
     def step(
@@ -248,6 +241,7 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
         rich_infos: list[int] = []
         self.ended, self.rich_infos, self.reset_by_last_step = ended, rich_infos, []
         unfinished = self._unfinished or None
+        odd = None  # (a reward that is not one number: the error, which keeps what the step completed itself)
         try:
             for j in stepped:
                 if next_step and needs_reset[j]:
@@ -285,14 +279,17 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
                 else:
                     self.rewards[stepped] = step_rewards
             except (TypeError, ValueError) as exc:
-                self._store_odd_rewards(stepped, infos, step_rewards, exc)
+                odd = self._store_odd_rewards(stepped, infos, step_rewards)
+                if odd is not None:
+                    raise odd from exc
             if indices is None:
                 self._envs_with_flags = ended
             if self._uncopyable:
                 raise self._uncopyable_error()
         except BaseException as exc:
             autoreset, self._failed_autoreset = self._failed_autoreset, None
-            self._keep_partial_step(exc, stepped, infos, step_rewards, autoreset)
+            if exc is not odd:
+                self._keep_partial_step(exc, stepped, infos, step_rewards, autoreset)
             raise
         finally:
             self.env_seconds += env_time
@@ -302,22 +299,6 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
         return infos, reset_infos
 
     # --- the rare paths of a step, out of its loop ------------------------------------------------------
-
-    def _store_odd_rewards(
-        self, stepped: Sequence[int], infos: list[Any], step_rewards: list[Any], exc: Exception
-    ) -> None:
-        """Rewards numpy could not store as one number per env: stored if each is one number or an array of one
-        (:func:`~vecenv.sub_envs.scalar_rewards`); else a ``ValueError`` from ``exc`` naming the first odd one,
-        and the envs before it keep their step (what describes the step is cut to them), as if it had raised."""
-        rewards, position = scalar_rewards(step_rewards)
-        if position is None:
-            self.rewards[stepped] = rewards
-            return
-        kept = set(stepped[:position])
-        del infos[position:], step_rewards[position:]
-        self.ended[:] = [j for j in self.ended if j in kept]
-        self.reset_by_last_step[:] = [j for j in self.reset_by_last_step if j in kept]
-        raise reward_error(self.env_indices[stepped[position]], rewards[position]) from exc
 
     def _reset_at_next_step(self, j: int, position: int) -> tuple[Any, dict[str, Any]]:
         """Gymnasium's NEXT_STEP: this step resets env ``j`` (its action is ignored); ``position``: its place among
@@ -425,52 +406,6 @@ class EnvGroup(GroupAccounts, SubEnvRequests):
         elif self.autoreset_mode is AutoresetMode.NEXT_STEP:
             self.needs_reset[j] = True
         return obs, info
-
-    def _keep_partial_step(
-        self,
-        exc: BaseException,
-        stepped: Sequence[int],
-        infos: list[dict[str, Any]],
-        step_rewards: list[Any],
-        autoreset: tuple[Any, dict[str, Any], bool, bool, bool] | None,
-    ) -> None:
-        """A step raised (or was interrupted) after ``len(infos)`` envs of ``stepped`` had finished stepping.
-
-        Those envs keep their results: observations and flags are in the buffers already, their rewards are
-        written now, and :meth:`take_partial_step` hands out their infos (:attr:`ended`, :attr:`rich_infos` and
-        :attr:`reset_by_last_step` describe them alone). The env that raised keeps no flag; if its episode had
-        ended and its automatic reset raised (``autoreset``: what its step returned), its next step finishes
-        that reset and reports the episode end. Flags are cleared in full by the next step. Info values left out
-        because they could not be copied are named in a note on ``exc`` (unless ``exc`` is the error naming them).
-        """
-        if self._uncopyable:
-            dropped, self._uncopyable = self._uncopyable, []
-            add_note(exc, f"vecenv: this step also left out info values it could not copy: {describe_dropped(dropped)}")
-        done = len(infos)
-        completed = list(stepped[:done])
-        if completed:
-            self.rewards[completed] = step_rewards[:done]
-        if done < len(stepped):
-            failed = stepped[done]
-            if isinstance(exc, Exception):
-                self._fail(exc, failed, Command.STEP)
-            self.dones[failed] = self.terminations[failed] = self.truncations[failed] = False
-            if self.ended and self.ended[-1] == failed:
-                self.ended.pop()
-            if autoreset is not None:
-                self._unfinished[failed] = autoreset
-        while self.rich_infos and self.rich_infos[-1] >= done:
-            self.rich_infos.pop()
-        self._envs_with_flags = None
-        self._partial_step = (completed, infos)
-
-    def take_partial_step(self) -> tuple[list[int], list[dict[str, Any]]] | None:
-        """What the last :meth:`step` that raised completed: ``(local indices, their infos)``, or None; once.
-
-        The rows of those envs in the buffers hold their results (see :meth:`_keep_partial_step`).
-        """
-        partial, self._partial_step = self._partial_step, None
-        return partial
 
     def drop_buffers(self) -> None:
         """Closing: drop the buffers the group writes into and their row views (``parent_envs``: the shared block)."""

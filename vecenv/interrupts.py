@@ -74,6 +74,9 @@ class InterruptGuard:
         self.waiting = 0
         #: of the waits, those running envs in the calling process (:meth:`envs_begin`)
         self.envs_waiting = 0
+        #: ``(depth, waiting, envs_waiting)`` of the waits that called vecenv again (a section inside a wait is
+        #: vecenv's bookkeeping too: deferred again until it ends)
+        self._suspended: list[tuple[int, int, int]] = []
         #: ``(signum, frame)`` of an interrupt that arrived inside a section, outside a wait
         self.deferred: tuple[int, FrameType | None] | None = None
         #: the handler vecenv's stands in front of (None: not installed)
@@ -166,6 +169,9 @@ class InterruptGuard:
                 self._put_back()
             if self.deferred is not None:
                 self.raise_deferred()
+        elif self.waiting:  # vecenv called from code a wait runs (an env, an adapted vector env): its own section
+            self._suspended.append((self.depth, self.waiting, self.envs_waiting))
+            self.waiting = self.envs_waiting = 0
         self.depth += 1
         return True
 
@@ -176,8 +182,12 @@ class InterruptGuard:
         if not counted:
             return
         self.depth -= 1
+        suspended = self._suspended
+        if suspended and suspended[-1][0] == self.depth:  # back in the wait that called vecenv
+            _, self.waiting, self.envs_waiting = suspended.pop()
         if not self.depth:
             self.waiting = self.envs_waiting = 0  # (every wait ends inside its section: this only undoes a miscount)
+            suspended.clear()
             if self.deferred is not None and raise_at_end:
                 self.raise_deferred()
 
@@ -186,9 +196,9 @@ class InterruptGuard:
 
         :return: whether the wait is counted (main thread); pass it to :meth:`wait_end`, in a ``finally``.
         """
-        if _get_ident() != self.main:
+        if _get_ident() != self.main or not self.depth:  # (outside a section nothing is deferred: nothing to count)
             return False
-        if self.deferred is not None and self.depth:
+        if self.deferred is not None:
             self.raise_deferred()
         self.waiting += 1
         return True
@@ -256,6 +266,7 @@ class InterruptGuard:
         """In a forked child: its own main thread, no sections, nothing installed by it."""
         self.main = threading.main_thread().ident
         self.depth = self.waiting = self.envs_waiting = self.users = 0
+        self._suspended = []
         self.deferred = None
 
 

@@ -23,7 +23,7 @@ from gymnasium import spaces
 
 from vecenv.spaces import create_batch_buffer, is_shareable
 
-__all__ = ["SharedBatch"]
+__all__ = ["SharedBatch", "SharedFd"]
 
 _ALIGN = 64  # one cache line: no two arrays share one
 
@@ -178,3 +178,15 @@ class SharedBatch:
         if used != size:
             raise RuntimeError(f"shared batch layout mismatch: {used} bytes laid out, {size} expected")
         return cls(observation_space, action_space, num_envs, size, mapping, **arrays)
+
+
+class SharedFd:
+    """The shared block's file descriptor, kept open so restarted workers can map the block; closed once."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1  # (forgotten first: a Ctrl-C after os.close must not close the number again)
+        if fd >= 0:
+            os.close(fd)

@@ -242,8 +242,9 @@ class StackedObservations(Generic[TObs]):
 
     def _reset(self, observation: Any) -> Any:
         if isinstance(self.observation_space, spaces.Dict):
-            obs_dict = self._as_dict(observation)
-            return {key: sub._reset(obs_dict[key]) for key, sub in self.sub_stacked_observations.items()}
+            obs_dict = self._as_dict(observation)  # (keys in the order the observations have them, as SB3's)
+            subs = self.sub_stacked_observations
+            return {key: subs[key]._reset(value) for key, value in obs_dict.items()}
         self.stacked_obs[...] = 0
         self.stacked_obs[self._newest] = observation
         return self.stacked_obs.copy()
@@ -254,9 +255,10 @@ class StackedObservations(Generic[TObs]):
             obs_dict = self._as_dict(observations)
             stacked: dict[str, np.ndarray] = {}
             key_terminals: dict[str, dict[int, Any]] = {}
-            for key, sub in self.sub_stacked_observations.items():
+            subs = self.sub_stacked_observations
+            for key, value in obs_dict.items():  # (in the order the observations have them, as SB3's)
                 sub_terminals = {env_idx: terminal[key] for env_idx, terminal in terminals.items()}
-                stacked[key], key_terminals[key] = sub._update(obs_dict[key], dones, sub_terminals)
+                stacked[key], key_terminals[key] = subs[key]._update(value, dones, sub_terminals)
             # a new dict per terminal observation: the env's own dict is left as it was
             merged = {
                 env_idx: {**terminal, **{key: key_terminals[key][env_idx] for key in key_terminals}}

@@ -22,6 +22,7 @@ __all__ = [
     "check_same_spaces",
     "copy_info",
     "copy_observation",
+    "is_number",
     "is_wrapped",
     "reward_error",
     "scalar_rewards",
@@ -217,7 +218,7 @@ class SubEnvRequests:
         return self._call_each(Command.RENDER, indices, lambda env: env.render())
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     """Whether ``value`` is one real number (Python's, a numpy scalar, a 0-d array): what a reward must be."""
     return np.ndim(value) == 0 and np.asarray(value).dtype.kind in "biuf"
 
@@ -230,7 +231,7 @@ def scalar_rewards(rewards: list[Any]) -> tuple[list[Any], int | None]:
         number (a multi-objective env's vector, a string), or None if there is none.
     """
     read = [np.asarray(reward).reshape(()) if np.size(reward) == 1 else reward for reward in rewards]
-    return read, next((p for p, reward in enumerate(read) if not _is_number(reward)), None)
+    return read, next((p for p, reward in enumerate(read) if not is_number(reward)), None)
 
 
 def reward_error(env_index: int, reward: Any) -> ValueError:

@@ -29,14 +29,13 @@ from vecenv.engine.obs_slots import default_obs_slots
 from vecenv.engine.replies import call_all
 from vecenv.env_group import check_same_spaces
 from vecenv.interrupts import GUARD
-from vecenv.shared_memory import SharedBatch
+from vecenv.shared_memory import SharedBatch, SharedFd
 from vecenv.spaces import (
     create_batch_buffer,
 )
 from vecenv.worker_vec_env import WorkerVecEnv
 from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers, split_groups
 from vecenv.workers.spin import SPIN_LIMIT, BetweenSteps, Spinner, checked_wait_mode, who_spins
-from vecenv.workers.subproc import SharedFd
 
 __all__ = ["SubprocVecEnv", "default_n_workers", "split_groups"]
 

@@ -42,10 +42,11 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import EnvFactories
+from vecenv.engine.obs_slots import OWN_STARTS
 from vecenv.errors import WorkerDiedError
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
-from vecenv.shared_memory import SharedBatch
+from vecenv.shared_memory import SharedBatch, SharedFd
 from vecenv.spaces import batch_slice, make_row_reader
 from vecenv.workers.base import Worker
 from vecenv.workers.common_step import CommonStep
@@ -59,19 +60,7 @@ from vecenv.workers.pipes import STEP_SHARED_FRAME, frame, read_message, write_m
 from vecenv.workers.spin import REPLIES, REQUESTS, Spinner
 from vecenv.workers.worker_process import WorkerLoop, worker_main
 
-__all__ = ["SharedFd", "SubprocWorker", "WorkerLoop", "frame", "read_message", "worker_main", "write_message"]
-
-
-class SharedFd:
-    """The shared block's file descriptor, kept open so restarted workers can map the block; closed once."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def close(self) -> None:
-        fd, self.fd = self.fd, -1  # (forgotten first: a Ctrl-C after os.close must not close the number again)
-        if fd >= 0:
-            os.close(fd)
+__all__ = ["SubprocWorker", "WorkerLoop", "frame", "read_message", "worker_main", "write_message"]
 
 
 _MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__""")
@@ -165,10 +154,9 @@ class SubprocWorker(MessageWorker):
     def _start_process(self) -> None:
         _exit_if_importing_main()
         ctx = self._ctx
-        # requests and replies travel through two one-way pipes: on this kind of machine (VMs with few
-        # vCPUs) waking a process blocked on a pipe is measurably cheaper than on a Unix socket, which is
-        # what a duplex multiprocessing.Pipe() is (docs/performance.md); a socket pair is kept only to
-        # pass the shared block's file descriptor (SCM_RIGHTS) once
+        # requests and replies travel through two one-way pipes (waking a process blocked on a pipe is cheaper
+        # than on the Unix socket of a duplex Pipe(): docs/performance.md); a socket pair passes the shared
+        # block's file descriptor (SCM_RIGHTS) once
         child_in, self._send_conn = ctx.Pipe(duplex=False)
         self.conn, child_out = ctx.Pipe(duplex=False)
         self._fd_conn, child_fd = ctx.Pipe()
@@ -191,9 +179,11 @@ class SubprocWorker(MessageWorker):
         )
         if collecting:
             gc.disable()
+        OWN_STARTS[0] += 1  # (its fork need not retire the observation slots the caller holds)
         try:
             self.process.start()
         finally:
+            OWN_STARTS[0] -= 1
             if collecting:
                 gc.enable()
         for conn in child_conns:

@@ -75,6 +75,7 @@ from vecenv.wrappers.normalize_state import (
     ObsRms,
     check_rms_shapes,
     load_error,
+    statistic,
 )
 
 __all__ = [
@@ -293,8 +294,8 @@ def _check_space_description(path: Any, description: Any) -> None:
 
 def _rms_from(path: Any, arrays: Mapping[str, np.ndarray], prefix: str) -> RunningMeanStd:
     rms = RunningMeanStd(shape=arrays[f"{prefix}.mean"].shape)
-    rms.mean = arrays[f"{prefix}.mean"].astype(np.float64)
-    rms.var = arrays[f"{prefix}.var"].astype(np.float64)
+    rms.mean = statistic(arrays[f"{prefix}.mean"])
+    rms.var = statistic(arrays[f"{prefix}.var"])
     if rms.var.shape != rms.mean.shape or arrays[f"{prefix}.count"].shape != ():
         raise load_error(path, f"{prefix} arrays have inconsistent shapes.")
     rms.count = float(arrays[f"{prefix}.count"])

@@ -27,6 +27,7 @@ __all__ = [
     "check_space_matches",
     "describe_space",
     "load_error",
+    "statistic",
 ]
 
 #: ``obs_rms`` of a VecNormalize: one :class:`RunningMeanStd` (Box) or one per normalized key (Dict).
@@ -183,3 +184,10 @@ def check_rms_shapes(state: NormalizationState, path: str | os.PathLike[str]) ->
                 raise load_error(
                     path, f"{name}.{field} has shape {array.shape} but the saved observation space says {expected}"
                 )
+
+
+def statistic(values: Any) -> Any:
+    """A ``mean`` / ``var`` as a ``RunningMeanStd`` holds it after an update: float64, a NumPy scalar for a statistic
+    of shape ``()`` (a reward's), as SB3's; an array otherwise."""
+    array = np.array(values, dtype=np.float64)
+    return array[()] if array.ndim == 0 else array

@@ -1,6 +1,7 @@
 """NumPy 1.x reading the random generators of pickles written with NumPy 2 (SB3's ``VecNormalize`` files hold
 the spaces' generators): NumPy 2 names a bit generator by its class and pickles its state with its seed
-sequence, which NumPy 1.x's constructors and ``__setstate__`` do not take."""
+sequence, which NumPy 1.x's constructors and ``__setstate__`` do not take. From NumPy 1.24: before it, NumPy
+cannot read a NumPy 2 seed sequence (its pickle's checksum differs), whatever vecenv does."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def numpy1_generator_ctors(allowed: dict[tuple[str, str], Any]) -> None:
     def generator(bit_generator_name: Any = "MT19937", bit_generator_ctor: Any = bit_generator) -> Any:
         if isinstance(bit_generator_name, np.random.BitGenerator):
             return np.random.Generator(bit_generator_name)
-        return generator_ctor(bit_generator_name, bit_generator)
+        return generator_ctor(bit_generator_name)  # (before NumPy 1.24 it takes the name alone)
 
     allowed[(module, "__bit_generator_ctor")] = bit_generator
     allowed[(module, "__generator_ctor")] = generator

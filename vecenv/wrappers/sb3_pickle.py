@@ -41,6 +41,7 @@ from vecenv.wrappers.normalize_state import (
     check_rms_shapes,
     describe_space,
     load_error,
+    statistic,
 )
 from vecenv.wrappers.numpy1_pickles import NUMPY_1, numpy1_bit_generator_state, numpy1_generator_ctors
 
@@ -324,8 +325,8 @@ def _sb3_rms(path: Any, value: Any, what: str) -> RunningMeanStd:
     fields = vars(value)
     rms = RunningMeanStd()
     try:
-        rms.mean = np.array(fields["mean"], dtype=np.float64)
-        rms.var = np.array(fields["var"], dtype=np.float64)
+        rms.mean = statistic(fields["mean"])
+        rms.var = statistic(fields["var"])
         rms.count = float(fields["count"])
     except (KeyError, TypeError, ValueError) as exc:
         raise load_error(path, f"{what} is malformed ({type(exc).__name__}: {exc}).") from exc
@@ -482,9 +483,7 @@ class _Sb3NamePickler(pickle._Pickler):
 
 
 def _sb3_rms_standin(rms: RunningMeanStd) -> _Sb3RunningMeanStd:
-    return _Sb3RunningMeanStd(
-        {"mean": np.array(rms.mean, dtype=np.float64), "var": np.array(rms.var, dtype=np.float64), "count": rms.count}
-    )
+    return _Sb3RunningMeanStd({"mean": statistic(rms.mean), "var": statistic(rms.var), "count": rms.count})
 
 
 def _sb3_attributes(vec_normalize: Any) -> dict[str, Any]:

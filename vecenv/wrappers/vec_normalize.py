@@ -480,7 +480,13 @@ class VecNormalize(VecEnvWrapper):
     @classmethod
     def _from_state(cls: type[VecNormalizeT], state: NormalizationState, venv: VecEnv) -> VecNormalizeT:
         check_space_matches(state.observation_space, venv.observation_space)
-        vec_normalize = cls(venv, **state.config)
+        try:
+            inspect.signature(cls).bind(venv, **state.config)
+        except TypeError:  # a subclass with an __init__ of its own: set up as a VecNormalize (SB3 unpickles it)
+            vec_normalize = cls.__new__(cls)
+            VecNormalize.__init__(vec_normalize, venv, **state.config)
+        else:
+            vec_normalize = cls(venv, **state.config)
         if state.obs_rms is not None:
             obs_rms = state.obs_rms
             shapes = obs_rms.items() if isinstance(obs_rms, dict) else [(None, obs_rms)]
@@ -511,7 +517,8 @@ class VecNormalize(VecEnvWrapper):
         :param load_path: the file written by :meth:`save` or by SB3 (``str`` or :class:`pathlib.Path`).
         :param venv: the vectorized environment to wrap; its observation space must match the saved one.
         :return: a new :class:`VecNormalize` around ``venv``; called on a subclass, an instance of that subclass
-            (built as ``cls(venv, **saved_config)``: attributes of its own are not saved, set them again).
+            (built as ``cls(venv, **saved_config)``, or set up as a ``VecNormalize`` where its ``__init__`` takes
+            other arguments: attributes of its own are not saved, set them again).
         :raises NormalizationFileError: (a ValueError) if the file is truncated, corrupt, modified, holds
             pickled objects inside a vecenv file, or is a pickle that names a global outside the allow-list
             (refused before anything in it runs) or holds no SB3 VecNormalize.
@@ -537,7 +544,8 @@ class VecNormalize(VecEnvWrapper):
         :param load_path: the ``.pkl`` file written by SB3's ``VecNormalize.save`` (``str`` or :class:`pathlib.Path`).
         :param venv: the vectorized environment to wrap; its observation space must match the saved one.
         :return: a new :class:`VecNormalize` around ``venv``; called on a subclass, an instance of that subclass
-            (built as ``cls(venv, **saved_config)``: attributes of its own are not saved, set them again).
+            (built as ``cls(venv, **saved_config)``, or set up as a ``VecNormalize`` where its ``__init__`` takes
+            other arguments: attributes of its own are not saved, set them again).
         :raises NormalizationFileError: if the pickle references a forbidden global (the message names
             it), is truncated or corrupt, or is not an SB3 VecNormalize.
         :raises ValueError: if the observation shapes or Dict keys of ``venv`` differ from the saved ones.
