@@ -31,6 +31,7 @@ from vecenv.spaces import (
 )
 from vecenv.stats import StepClock
 from vecenv.workers import Worker, shutdown_workers
+from vecenv.workers.subproc import OWN_STARTS
 
 __all__ = ["AsyncState", "CallRequests", "EngineCore", "ResetRequests"]
 
@@ -529,6 +530,8 @@ def _forget_inherited() -> None:
 def _retire_handed_out_slots() -> None:
     """Before this process forks: the observation slots in shared memory that the caller holds arrays of are
     never written again (:meth:`ObsSlots.retire_handed_out`): the child's copies of those arrays share them."""
+    if OWN_STARTS[0]:  # (vecenv's own worker process: it reads none of the caller's arrays)
+        return
     for venv in list(_OPEN):
         slots = getattr(venv, "_slots", None)
         if slots is not None:

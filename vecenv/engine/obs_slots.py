@@ -63,11 +63,6 @@ def default_obs_slots(observation_space: spaces.Space, num_envs: int) -> int:
     return slots if slots >= 2 else 0
 
 
-#: vecenv's own worker processes being started now: their forks inherit the caller's arrays but never read them,
-#: so the slots held then stay in use (:meth:`ObsSlots.retire_handed_out`)
-OWN_STARTS = [0]
-
-
 class _Lease:
     """One hand-out of slot ``index``: decrements its count of live hand-outs when the last array built on it
     is gone."""
@@ -162,8 +157,8 @@ class ObsSlots:
         shared slot handed out now is never written again (a hand-out that never ends). One slot always stays
         free (:meth:`hand_out` leaves one), so the envs go on writing; with fewer slots left, more hand-outs are
         copies."""
-        if not self.shared or OWN_STARTS[0]:
-            return  # (a child's copy of private memory is its own; vecenv's own workers read none of it)
+        if not self.shared:
+            return  # (a child's copy of private memory is its own)
         held = self.held
         for i, count in enumerate(held):
             if count:

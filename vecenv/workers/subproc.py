@@ -42,7 +42,6 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from vecenv.base import EnvFactories
-from vecenv.engine.obs_slots import OWN_STARTS
 from vecenv.errors import WorkerDiedError
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
@@ -60,7 +59,11 @@ from vecenv.workers.pipes import STEP_SHARED_FRAME, frame, read_message, write_m
 from vecenv.workers.spin import REPLIES, REQUESTS, Spinner
 from vecenv.workers.worker_process import WorkerLoop, worker_main
 
-__all__ = ["SubprocWorker", "WorkerLoop", "frame", "read_message", "worker_main", "write_message"]
+#: vecenv's own worker processes being started now: their forks inherit the caller's observation batches but never
+#: read them, so the observation slots held then stay in use (``vecenv.engine.core``)
+OWN_STARTS = [0]
+
+__all__ = ["OWN_STARTS", "SubprocWorker", "WorkerLoop", "frame", "read_message", "worker_main", "write_message"]
 
 
 _MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__""")
