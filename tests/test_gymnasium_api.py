@@ -1152,3 +1152,47 @@ def test_closing_an_object_whose_constructor_raised_does_nothing(name: str) -> N
     half_built = cls.__new__(cls)
     half_built.close()
     assert half_built.closed
+
+
+class _EndsAfterOne(gym.Env):
+    """Discrete(4) actions; the episode terminates at each step; observation: the last action (-1 after a reset)."""
+
+    observation_space = spaces.Box(-1, 4, (1,), np.float32)
+    action_space = spaces.Discrete(4)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.array([-1.0], np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return np.array([float(action)], np.float32), 1.0, True, False, {}
+
+
+@pytest.mark.parametrize("name", ["SyncVectorEnv", "AsyncVectorEnv"])
+def test_gymnasium_rules_for_odd_actions_and_seeds(name: str) -> None:
+    """As Gymnasium's classes: a batch with no env axis (``step(0)``) is a ``TypeError`` (vecenv's error is a
+    ``ValueError`` too); in ``NEXT_STEP`` mode the action of an env that this step resets is not checked (it is
+    ignored), while the others' still are; a seed that is not an integer is Gymnasium's ``Error``."""
+    import vecenv.gymnasium as vg
+
+    kwargs = {"n_workers": 1} if name == "AsyncVectorEnv" else {}
+    envs = getattr(vg, name)(
+        [_EndsAfterOne, _EndsAfterOne], autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs
+    )
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(TypeError, match="no env axis") as info:
+            envs.step(0)
+        assert isinstance(info.value, ValueError)
+        envs.step(np.array([1, 2]))  # both episodes end
+        obs, rewards, *_ = envs.step(np.array([4, 0]))  # 4 is out of range: env 0 is reset, its action ignored
+        np.testing.assert_array_equal(obs[:, 0], [-1.0, -1.0])
+        np.testing.assert_array_equal(rewards, [0.0, 0.0])
+        with pytest.raises(ValueError, match=r"envs \[0\] got \[4\]"):  # a stepping env's action is checked
+            envs.step(np.array([4, 0]))
+        for seed in ([1.5, 2], "ab", 2.0):
+            with pytest.raises(gym.error.Error, match="Seed must be a python integer"):
+                envs.reset(seed=seed)  # type: ignore[arg-type]
+        envs.reset(seed=[np.int64(3), None])
+    finally:
+        envs.close()

@@ -6,6 +6,7 @@ A drop-in for ``stable_baselines3.common.vec_env``: change the import, keep your
 from vecenv.base import CloudpickleWrapper, VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, tile_images
 from vecenv.env_util import make_vec_env
 from vecenv.errors import (
+    ActionsWithoutEnvAxisError,
     AlreadyPendingCallError,
     ClosedVecEnvError,
     NoAsyncCallError,
@@ -40,6 +41,7 @@ from vecenv.wrappers.vec_transpose import VecTransposeImage
 from vecenv.wrappers.vec_video_recorder import VecVideoRecorder
 
 __all__ = [
+    "ActionsWithoutEnvAxisError",
     "AlreadyPendingCallError",
     "ClosedVecEnvError",
     "CloudpickleWrapper",

@@ -23,11 +23,35 @@ __all__ = [
     "make_actions_checker",
     "num_actions",
     "split_actions",
+    "with_valid_rows",
     "write_actions",
 ]
 
 #: The space types whose batch is one array ``(n, *space.shape)`` of the space's dtype.
 ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+def with_valid_rows(action_space: spaces.Space, actions: Any, rows: np.ndarray) -> Any:
+    """A copy of the batch ``actions`` whose ``rows`` (a bool mask over the envs) hold a valid action of
+    ``action_space`` (the lowest in range): the actions of envs that ignore theirs (Gymnasium's ``NEXT_STEP``
+    resets), which Gymnasium does not check. Array batches only (Dict / Tuple batches per component); another
+    layout is returned as it is."""
+    if isinstance(action_space, spaces.Dict) and isinstance(actions, Mapping):
+        subs = action_space.spaces
+        return {key: with_valid_rows(subs[key], part, rows) if key in subs else part for key, part in actions.items()}
+    if isinstance(action_space, spaces.Tuple) and isinstance(actions, tuple) and len(actions) == len(action_space):
+        return tuple(with_valid_rows(sub, part, rows) for sub, part in zip(action_space.spaces, actions, strict=True))
+    if not (isinstance(action_space, ARRAY_SPACES) and isinstance(actions, np.ndarray) and len(actions) == len(rows)):
+        return actions
+    if isinstance(action_space, spaces.Box):
+        valid: Any = np.clip(np.zeros(action_space.shape), action_space.low, action_space.high)
+    elif isinstance(action_space, spaces.MultiBinary):
+        valid = 0
+    else:  # Discrete, MultiDiscrete
+        valid = action_space.start
+    fixed = actions.copy()
+    fixed[rows] = valid
+    return fixed
 
 
 # --- per-env actions ----------------------------------------------------------------------------

@@ -70,6 +70,18 @@ def _halves_are_vecenvs(venv: Any) -> bool:
 _NO_ATTRIBUTES: dict[str, Any] = {}
 
 
+def checked_seed(seed: Any) -> int | None:
+    """One env's seed: None, or an integer (Python's or NumPy's) as a Python ``int``.
+
+    :raises gymnasium.error.Error: for anything else (a float would be truncated): Gymnasium's error and message.
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, (int, np.integer)):
+        return int(seed)
+    raise gym.error.Error(f"Seed must be a python integer, actual type: {type(seed)}")
+
+
 def tile_images(images_nhwc: Sequence[np.ndarray]) -> np.ndarray:
     """Tile ``N`` images of equal size into one near-square grid image, padding with black.
 
@@ -354,13 +366,14 @@ class VecEnv(ABC):
         :param seed: the base seed, None, or (as Gymnasium's ``reset(seed=[...])``) one seed or None per env.
         :return: the per-env seeds.
         :raises ValueError: if a sequence does not hold ``num_envs`` seeds.
+        :raises gymnasium.error.Error: if a seed of a sequence is not an integer or None (Gymnasium's error).
         """
         if isinstance(seed, Sequence) and not isinstance(seed, str):
             if len(seed) != self.num_envs:
                 raise ValueError(
                     f"seed([...]) must give one seed (or None) per env: expected {self.num_envs}, got {len(seed)}"
                 )
-            self._seeds = [None if s is None else int(s) for s in seed]
+            self._seeds = [checked_seed(s) for s in seed]
             return self._seeds
         if seed is None:
             seed = int(np.random.randint(0, np.iinfo(np.uint32).max, dtype=np.uint32))

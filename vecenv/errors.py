@@ -20,6 +20,7 @@ import cloudpickle
 from gymnasium import error as gym_error
 
 __all__ = [
+    "ActionsWithoutEnvAxisError",
     "AlreadyPendingCallError",
     "ClosedVecEnvError",
     "NoAsyncCallError",
@@ -76,6 +77,12 @@ class WorkerDiedError(VecEnvError, RuntimeError):
 #: the info key under which vecenv names the values it removed from an info because they could not be copied:
 #: ``{key: type name of the removed value}`` (see :class:`UncopyableInfoError`)
 UNCOPYABLE_INFO_KEY = "vecenv.uncopyable_info"
+
+
+class ActionsWithoutEnvAxisError(VecEnvError, ValueError, TypeError):
+    """``step()`` got actions without an env axis (a scalar, a 0-d array, a dict of scalars): a ``ValueError`` as
+    vecenv's other refused action batches, and a ``TypeError`` as Gymnasium's vector envs raise for them (they
+    cannot iterate over the batch)."""
 
 
 class UncopyableInfoError(VecEnvError, TypeError):

@@ -23,7 +23,7 @@ from vecenv.engine.checks import check_env_fns, checked_autoreset_mode, checked_
 from vecenv.engine.core import AsyncState, CallRequests, ResetRequests
 from vecenv.engine.partial_batches import PartialBatches
 from vecenv.engine.replies import call_all, gather
-from vecenv.errors import ClosedVecEnvError, NoAsyncCallError, WorkerDiedError
+from vecenv.errors import ActionsWithoutEnvAxisError, ClosedVecEnvError, NoAsyncCallError, WorkerDiedError
 from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
 
@@ -187,7 +187,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         except TypeError:  # no env axis: a scalar, a 0-d array, a dict of scalars
             shape = getattr(self.action_space, "shape", None)
             layout = f"shape {(self.num_envs, *shape)}" if shape is not None else f"{self.num_envs} actions"
-            raise ValueError(
+            raise ActionsWithoutEnvAxisError(
                 f"actions must hold one action per env: expected a batch of {layout}, got {actions!r:.80} (type "
                 f"{type(actions).__name__}), which has no env axis"
             ) from None

@@ -277,7 +277,7 @@ class AsyncVectorEnv(VecenvVectorEnv[ObsType, ActType], VectorEnv[ObsType, ActTy
         """
         self._assert_is_running()
         self._check_default("step_async")
-        self._venv.step_async(self._convert_actions(actions))
+        self._send_step(self._convert_actions(actions))
         self._state = AsyncState.WAITING_STEP
 
     @guarded(raise_at_end=False)

@@ -169,7 +169,7 @@ class SyncVectorEnv(VecenvVectorEnv[ObsType, ActType], VectorEnv[ObsType, ActTyp
                 f"self._autoreset_envs={self._autoreset_envs!r}"
             )
         venv = self._venv
-        venv.step_async(venv_actions)
+        self._send_step(venv_actions)
         obs, rewards, dones, step_infos = venv.step_wait()
         return self._step_return(obs, rewards, dones, step_infos)
 

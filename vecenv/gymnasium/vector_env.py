@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic
 
 import gymnasium as gym
@@ -12,7 +12,8 @@ from gymnasium.core import ActType, ObsType
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
-from vecenv.actions import ARRAY_SPACES
+from vecenv.actions import ARRAY_SPACES, with_valid_rows
+from vecenv.base import checked_seed
 from vecenv.errors import ClosedVecEnvError
 from vecenv.gymnasium.conversions import (
     fresh_batch_to_gymnasium,
@@ -135,12 +136,14 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
             return [None] * n
         if isinstance(seed, (int, np.integer)):
             return [int(seed) + i for i in range(n)]
+        if isinstance(seed, (str, bytes)) or not isinstance(seed, Iterable):
+            checked_seed(seed)  # (raises Gymnasium's error for a seed that is not an integer)
         seeds = list(seed)
         if len(seeds) != n:
             raise ValueError(
                 f"If seeds are passed as a list the length must match num_envs={n} but got length={len(seeds)}."
             )
-        return seeds
+        return [checked_seed(s) for s in seeds]
 
     def _split_options(self, options: dict[str, Any] | None) -> tuple[list[int] | None, dict[str, Any] | None]:
         """``(env ids to reset or None for all, options for the envs)``, with Gymnasium's ``reset_mask`` checks.
@@ -194,6 +197,17 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
         if self._actions_as_is or (not self._iterate_actions and is_array_batch(self.single_action_space, actions)):
             return actions
         return list(iterate(self.action_space, actions))
+
+    def _send_step(self, venv_actions: Any) -> None:
+        """``step_async`` of the engine. In ``NEXT_STEP`` mode the actions of the envs this step resets are ignored,
+        and Gymnasium does not check them: a batch refused for them alone is sent with valid actions there."""
+        try:
+            self._venv.step_async(venv_actions)
+        except ValueError:
+            resetting = self._autoreset_envs
+            if self.autoreset_mode is not AutoresetMode.NEXT_STEP or not resetting.any():
+                raise
+            self._venv.step_async(with_valid_rows(self.single_action_space, venv_actions, resetting))
 
     def _step_return(
         self, obs: Any, rewards: np.ndarray, dones: np.ndarray, step_infos: list[dict[str, Any]]
