@@ -1032,9 +1032,14 @@ def test_sigterm_ends_the_bench_command_with_its_case_process_and_temporary_fold
     tmp.mkdir()
     command = [sys.executable, "-m", "vecenv", "bench", "-w", "cartpole", "-n", "1", "-b", "plain", "-r", "1",
                "-s", "120", "--warmup", "0.01", "-o", str(tmp_path / "out")]  # fmt: skip
-    parent = subprocess.Popen(
-        command, env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    # (under nohup this process ignores SIGHUP, and the command would inherit that and keep it: see below)
+    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        parent = subprocess.Popen(
+            command, env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        signal.signal(signal.SIGHUP, previous)
     child = None
     try:
         child = _running_case_process(parent)
