@@ -31,6 +31,7 @@ import re
 import select
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing import reduction
@@ -150,6 +151,9 @@ class SubprocWorker(MessageWorker):
         #: while a restarted process builds its envs and maps the shared block: when that wait gives up
         #: (monotonic seconds, from ``reset_timeout``; None: never)
         self._start_deadline: float | None = None
+        #: the pipes are closed by whichever thread gets there first (a step that sees the worker end while another
+        #: thread closes the vector env): one at a time, so no descriptor is closed twice
+        self._closing = threading.Lock()
         self._start_process()
         # late replies of an abandoned request that shutdown must skip before the CLOSE reply
         self._stale_replies = 0
@@ -484,8 +488,9 @@ class SubprocWorker(MessageWorker):
             )
 
     def _close_conns(self) -> None:
-        for conn in (self._send_conn, self.conn, self._fd_conn):
-            conn.close()
+        with self._closing:
+            for conn in (self._send_conn, self.conn, self._fd_conn):
+                conn.close()
         self._conn_fd = self._send_fd = -1
         CommonStep.forget_descriptors()
         self._poller = None
