@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -322,63 +322,66 @@ def test_sigint_in_get_attr_and_reset_is_raised_as_they_return(built: list[Any],
     steps_until_interrupted(venv, hand, 5)
 
 
-def test_the_handler_is_put_back_when_the_last_vector_env_closes() -> None:
-    """vecenv's SIGINT handler stands in front of the program's own only while a vector env is open; the
-    program's handler still gets every interrupt."""
-    gc.collect()  # (vector envs other tests left open are closed when collected)
-    if GUARD.users:
-        pytest.skip(f"{GUARD.users} vector envs are still open in this process")
-    calls: list[int] = []
+class OwnHandler:
+    """The program's own SIGINT handler, installed for one test: :attr:`calls` lists the interrupts it got."""
 
-    def mine(signum: int, frame: FrameType | None) -> None:
-        calls.append(signum)
+    def __init__(self) -> None:
+        self.calls: list[int] = []
 
-    previous = signal.signal(signal.SIGINT, mine)
-    try:
-        first, second = vecenv.DummyVecEnv(track_fns(1)), vecenv.DummyVecEnv(track_fns(1))
-        first.reset()
-        assert signal.getsignal(signal.SIGINT) is not mine
-        signal.raise_signal(signal.SIGINT)  # outside any call: straight to the program's handler
-        assert calls == [signal.SIGINT]
-        first.close()
-        assert signal.getsignal(signal.SIGINT) is not mine  # the second one is still open
-        second.close()
-        assert signal.getsignal(signal.SIGINT) is mine
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.calls.append(signum)
 
 
-@pytest.mark.parametrize("then", ["interrupt", "vecenv-call"])
-def test_the_handler_is_put_back_when_another_thread_closes_the_last_vector_env(then: str) -> None:
-    """Only the main thread can install a signal handler: when another thread closes the last vector env, the
-    main thread puts the program's handler back at the next interrupt (which that handler then gets, once) or at
-    its next call of a vector env."""
+@pytest.fixture
+def own_handler() -> Iterator[OwnHandler]:
+    """The program's own SIGINT handler in place (and the one found before put back after); skips where vector
+    envs other tests left open are still open once collected (vecenv's handler would stay in front)."""
     gc.collect()
     if GUARD.users:
         pytest.skip(f"{GUARD.users} vector envs are still open in this process")
-    calls: list[int] = []
-
-    def mine(signum: int, frame: FrameType | None) -> None:
-        calls.append(signum)
-
+    mine = OwnHandler()
     previous = signal.signal(signal.SIGINT, mine)
     try:
-        venv = vecenv.DummyVecEnv(track_fns(1))
-        venv.reset()
-        assert signal.getsignal(signal.SIGINT) is not mine
-        closer = threading.Thread(target=venv.close)
-        closer.start()
-        closer.join()
-        if then == "interrupt":
-            signal.raise_signal(signal.SIGINT)
-            assert calls == [signal.SIGINT]
-        else:
-            with pytest.raises(vecenv.errors.ClosedVecEnvError):
-                venv.step(np.zeros(1, dtype=np.int64))
-            assert calls == []
-        assert signal.getsignal(signal.SIGINT) is mine
+        yield mine
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_the_handler_is_put_back_when_the_last_vector_env_closes(own_handler: OwnHandler) -> None:
+    """vecenv's SIGINT handler stands in front of the program's own only while a vector env is open; the
+    program's handler still gets every interrupt."""
+    first, second = vecenv.DummyVecEnv(track_fns(1)), vecenv.DummyVecEnv(track_fns(1))
+    first.reset()
+    assert signal.getsignal(signal.SIGINT) is not own_handler
+    signal.raise_signal(signal.SIGINT)  # outside any call: straight to the program's handler
+    assert own_handler.calls == [signal.SIGINT]
+    first.close()
+    assert signal.getsignal(signal.SIGINT) is not own_handler  # the second one is still open
+    second.close()
+    assert signal.getsignal(signal.SIGINT) is own_handler
+
+
+@pytest.mark.parametrize("then", ["interrupt", "vecenv-call"])
+def test_the_handler_is_put_back_when_another_thread_closes_the_last_vector_env(
+    then: str, own_handler: OwnHandler
+) -> None:
+    """Only the main thread can install a signal handler: when another thread closes the last vector env, the
+    main thread puts the program's handler back at the next interrupt (which that handler then gets, once) or at
+    its next call of a vector env."""
+    venv = vecenv.DummyVecEnv(track_fns(1))
+    venv.reset()
+    assert signal.getsignal(signal.SIGINT) is not own_handler
+    closer = threading.Thread(target=venv.close)
+    closer.start()
+    closer.join()
+    if then == "interrupt":
+        signal.raise_signal(signal.SIGINT)
+        assert own_handler.calls == [signal.SIGINT]
+    else:
+        with pytest.raises(vecenv.errors.ClosedVecEnvError):
+            venv.step(np.zeros(1, dtype=np.int64))
+        assert own_handler.calls == []
+    assert signal.getsignal(signal.SIGINT) is own_handler
 
 
 def test_no_handler_is_installed_over_sig_ign() -> None:
