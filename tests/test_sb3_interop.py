@@ -99,6 +99,9 @@ def test_vecenvs_stack_helpers_walk_through_sb3s_wrappers():
         np.testing.assert_array_equal(evaluation.venv.obs_rms.mean, train.venv.obs_rms.mean)
         np.testing.assert_array_equal(evaluation.venv.ret_rms.var, train.venv.ret_rms.var)
         assert evaluation.venv.obs_rms is not train.venv.obs_rms
+        name = f"{type(train.venv).__module__}.{type(train.venv).__name__}".replace(".", r"\.")
+        with pytest.warns(UserWarning, match=f"already normalized by a {name} wrapper"):
+            vecenv.VecNormalize(train)
         train.close()
         evaluation.close()
 

@@ -183,13 +183,15 @@ def resets_next(dones: np.ndarray, infos: Sequence[dict[str, Any]]) -> np.ndarra
     return resetting
 
 
-def wrapper_below(venv: Any, wrapper_class: type, qualified_name: str = "") -> Any:
+def wrapper_below(venv: Any, classes: tuple[type, ...]) -> Any:
     """The first vector env in the stack of ``venv`` (``venv`` itself, then each ``venv`` attribute down, whatever
-    library's wrappers the stack holds) that is a ``wrapper_class`` or whose class is ``qualified_name``
-    (``module.QualName``: another library's class, e.g. SB3's), or None."""
+    library's wrappers the stack holds) that is one of ``classes`` (see :func:`stack_classes`), or None.
+
+    Unlike :func:`unwrap_vec_wrapper`, the walk goes on through any object with a ``venv`` attribute, not only
+    through wrappers: it looks for what a stack holds, not for SB3's semantics."""
     env: Any = venv
     while env is not None:
-        if isinstance(env, wrapper_class) or f"{type(env).__module__}.{type(env).__qualname__}" == qualified_name:
+        if is_one_of(env, classes):
             return env
         env = env.__dict__.get("venv") if hasattr(env, "__dict__") else None
     return None

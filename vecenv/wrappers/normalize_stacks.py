@@ -15,13 +15,11 @@ if TYPE_CHECKING:
 
 __all__ = ["sync_envs_normalization", "unwrap_vec_normalize", "warn_if_normalized"]
 
-_SB3_VEC_NORMALIZE = "stable_baselines3.common.vec_env.vec_normalize.VecNormalize"
-
 
 def warn_if_normalized(venv: VecEnv, vec_normalize_class: type[VecNormalize]) -> None:
     """Warn if ``venv`` is already normalized (by vecenv's or SB3's ``VecNormalize``): wrapping it again would
     normalize observations and rewards twice."""
-    existing = wrapper_below(venv, vec_normalize_class, _SB3_VEC_NORMALIZE)
+    existing = wrapper_below(venv, stack_classes(vec_normalize_class))
     if existing is not None:
         warnings.warn(
             f"The env being wrapped in VecNormalize is already normalized by a "
