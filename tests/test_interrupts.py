@@ -516,3 +516,177 @@ def test_sigint_as_a_worker_is_forked_in_the_constructor_leaves_nothing(monkeypa
         vecenv.SubprocVecEnv(track_fns(4), n_workers=2, start_method="fork")
     monkeypatch.undo()
     assert forked and forked[0] not in _child_pids() - before
+
+
+class RichTrackEnv(TrackEnv):
+    """:class:`TrackEnv` with Dict observations ``{"x": [episode, t]}`` and an info holding a list: vecenv deep-copies
+    both (the info at every step, the last observation for ``terminal_observation``), with the standard library's
+    ``copy.deepcopy``."""
+
+    observation_space = gym.spaces.Dict({"x": TrackEnv.observation_space})
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        obs, info = super().reset(seed=seed, options=options)
+        return {"x": obs}, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return {"x": obs}, reward, terminated, truncated, {"t": [self.t]}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("copied_in", ["copy_info", "copy_observation"])
+def test_sigint_in_vecenvs_deep_copy_after_an_env_stepped_is_deferred(copied_in: str, built: list[Any]) -> None:
+    """SIGINT lands in ``copy.deepcopy`` called by vecenv's bookkeeping (an info's copy, or the copy of an ended
+    episode's last observation before the automatic reset): not the env's code, so deferred to the step's end as
+    in vecenv's own code; each env's steps are returned once, the episode ends included."""
+    import copy
+
+    venv = vecenv.DummyVecEnv([lambda i=i: RichTrackEnv(i) for i in range(2)])
+    built.append(venv)
+    hand = [RichTrackEnv(i) for i in range(2)]
+    venv.reset()
+    for env in hand:
+        env.reset()
+
+    def check(obs: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict]) -> None:
+        for i, env in enumerate(hand):
+            expected, reward, terminated, truncated, info = env.step(0)
+            assert (rewards[i], dones[i], infos[i]["t"]) == (reward, terminated or truncated, info["t"])
+            if dones[i]:
+                np.testing.assert_array_equal(infos[i]["terminal_observation"]["x"], expected["x"])
+                expected, _ = env.reset()
+            np.testing.assert_array_equal(obs["x"][i], expected["x"])
+
+    ends = interrupted = 0
+    for _ in range(12):  # the first episode of env 0 ends at its third step
+        sys.settrace(
+            _deliver_sigint_in(copy, "deepcopy", "cls = type(x)", lambda f: f.f_back.f_code.co_name == copied_in)
+        )
+        try:
+            result = venv.step(np.zeros(2, dtype=np.int64))
+        except KeyboardInterrupt:  # (raised as the step ends; its results are held for the next step)
+            interrupted += 1
+            result = venv.step(np.zeros(2, dtype=np.int64))
+        finally:
+            sys.settrace(None)
+        check(*result)
+        ends += int(result[2].sum())
+    assert interrupted >= 3
+    assert ends >= 3
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dummy", "subproc"])
+def test_a_programs_handler_that_returns_gets_each_step_once(kind: str, built: list[Any], own_handler) -> None:
+    """A program's own SIGINT handler that returns (a "stop after this iteration" flag) instead of raising: an
+    interrupt deferred in a step's bookkeeping is handed to it as the step ends, and the step returns as usual;
+    the next step is each env's next one, not the same results again."""
+    from vecenv import env_group
+
+    hand = HandStepped(4)
+    if kind == "dummy":
+        venv: Any = vecenv.DummyVecEnv(track_fns(4))
+        deliver = _deliver_sigint_in(
+            env_group, "step", "rows[j][...] = obs", lambda frame: frame.f_locals.get("j") == 1
+        )
+    else:
+        venv = subproc_venv(built, 4, "block")
+    built.append(venv)
+    np.testing.assert_array_equal(venv.reset(), hand.first)
+    hand.check(*venv.step(np.zeros(4, dtype=np.int64)))
+    if kind == "dummy":
+        sys.settrace(deliver)
+        try:
+            hand.check(*venv.step(np.zeros(4, dtype=np.int64)))
+        finally:
+            sys.settrace(None)
+    else:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            fake = fake_os(monkeypatch, _SigintAt("read", 2))  # (as the last reply is read: no wait after it)
+            hand.check(*venv.step(np.zeros(4, dtype=np.int64)))
+        assert fake.delivered
+    assert own_handler.calls == [signal.SIGINT]
+    assert steps_until_interrupted(venv, hand, 8) == 0
+
+
+@pytest.mark.timeout(60)
+def test_close_releases_everything_before_raising_a_held_over_interrupt(built: list[Any]) -> None:
+    """An interrupt that landed in a wrapper's bookkeeping is raised by the next vecenv call; where that call is
+    ``close()``, the envs are closed first (and a second ``close()`` has nothing left to do)."""
+    from vecenv.wrappers import vec_monitor
+
+    closed: list[int] = []
+
+    class ClosingEnv(TrackEnv):
+        def close(self) -> None:
+            closed.append(self.index)
+
+    wrapped = vecenv.VecMonitor(vecenv.DummyVecEnv([lambda i=i: ClosingEnv(i) for i in range(2)]))
+    built.append(wrapped)
+    wrapped.reset()
+    sys.settrace(_deliver_sigint_in(vec_monitor, "step_wait", "if self._next_step:"))
+    try:
+        wrapped.step(np.zeros(2, dtype=np.int64))
+    finally:
+        sys.settrace(None)
+    with pytest.raises(KeyboardInterrupt):
+        wrapped.close()
+    assert sorted(closed) == [0, 1]
+    wrapped.close()
+    assert sorted(closed) == [0, 1]
+
+
+def test_a_sigint_as_vecenvs_handler_is_installed_reaches_the_programs(own_handler, monkeypatch) -> None:
+    """A Ctrl-C that arrives as soon as vecenv's handler is in place (its first call) is handed to the program's
+    own handler, which is put back when the vector env closes."""
+    from vecenv import interrupts
+
+    real_signal = signal.signal
+
+    def install_then_sigint(signum: int, handler: Any) -> Any:
+        previous = real_signal(signum, handler)
+        if handler == GUARD.handler:
+            handler(signum, sys._getframe())  # (CPython runs the handler now in place as this call returns)
+        return previous
+
+    venv = vecenv.DummyVecEnv(track_fns(1))
+    monkeypatch.setattr(interrupts.signal, "signal", install_then_sigint)
+    try:
+        venv.reset()
+    except KeyboardInterrupt:
+        pytest.fail("Python's KeyboardInterrupt was raised in place of the program's handler")
+    finally:
+        monkeypatch.undo()
+    assert own_handler.calls == [signal.SIGINT]
+    venv.close()
+    assert signal.getsignal(signal.SIGINT) is own_handler
+
+
+@pytest.mark.timeout(60)
+def test_sigint_in_to_gymnasiums_conversion_is_raised_by_the_next_call(built: list[Any]) -> None:
+    """SIGINT lands in ``to_gymnasium``'s step after the vector env stepped (converting the flags): as in a
+    vecenv wrapper, it is raised by the next call and the step is returned, not lost."""
+    from vecenv.adapters import to_gymnasium, vecenv_to_gymnasium
+
+    venv = vecenv.DummyVecEnv(track_fns(2))
+    built.append(venv)
+    genv = to_gymnasium(venv)
+    hand = HandStepped(2)
+    genv.reset()
+
+    def check(result: tuple[Any, ...]) -> None:
+        obs, rewards, terminations, truncations, infos = result
+        dones = terminations | truncations
+        hand_infos = [{"terminal_observation": infos["final_obs"][i]} if dones[i] else {} for i in range(2)]
+        hand.check(obs, rewards, dones, hand_infos)
+
+    sys.settrace(_deliver_sigint_in(vecenv_to_gymnasium, "_step", "terminations, truncations = self._flags("))
+    try:
+        check(genv.step(np.zeros(2, dtype=np.int64)))
+    finally:
+        sys.settrace(None)
+    with pytest.raises(KeyboardInterrupt):
+        genv.step(np.zeros(2, dtype=np.int64))
+    for _ in range(8):
+        check(genv.step(np.zeros(2, dtype=np.int64)))

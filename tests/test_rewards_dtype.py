@@ -361,3 +361,38 @@ def test_vector_rewards_are_refused_naming_the_env(backend: str) -> None:
     assert obs[0, 0] == 2 and rewards[0] == 2  # env 0's second step, kept from the step that raised
     assert obs[2, 0] == 2 and rewards[2] == 2  # env 2's too, though it stepped after env 1
     assert dones[1] and infos[1]["terminal_observation"][0] == 3  # env 1 stepped again: its episode's last step
+
+
+class FailingShapedRewardEnv(ShapedRewardEnv):
+    """:class:`ShapedRewardEnv` that raises in a step whose action is 1."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, Any, bool, bool, dict]:
+        if action == 1:
+            raise RuntimeError("the env failed")
+        return super().step(action)
+
+
+@pytest.mark.parametrize("backend", sorted(SHAPED_BACKENDS))
+@pytest.mark.parametrize("other", ["one-element", "vector"])
+def test_an_env_error_after_odd_rewards_is_raised_and_the_other_envs_keep_their_step(backend: str, other: str) -> None:
+    """Envs whose rewards are arrays (of one element, or a vector) step before an env that raises: the env's own
+    error is raised, naming it; envs whose reward is one number (an array of one included) keep their step,
+    which the next step returns, and an env whose reward is a vector is stepped again."""
+    one = partial(FailingShapedRewardEnv, lambda t: np.array([t]))
+    vector_at_2 = partial(FailingShapedRewardEnv, lambda t: np.array([t, -t]) if t == 2 else np.array([t]))
+    venv = SHAPED_BACKENDS[backend]([one, one if other == "one-element" else vector_at_2, FailingShapedRewardEnv])
+    try:
+        venv.reset()
+        venv.step(np.zeros(3, dtype=np.int64))
+        with pytest.raises(RuntimeError, match="the env failed") as info:
+            venv.step(np.array([0, 0, 1]))  # envs 0 and 1 take their second step, env 2 raises
+        assert "vecenv: raised by env 2 during step" in getattr(info.value, "__notes__", [])
+        obs, rewards, dones, infos = venv.step(np.zeros(3, dtype=np.int64))
+    finally:
+        venv.close()
+    assert rewards[0] == 2 and obs[0, 0] == 2  # held from the step that raised
+    assert rewards[2] == 2 and obs[2, 0] == 2  # env 2's second step
+    if other == "one-element":
+        assert rewards[1] == 2 and obs[1, 0] == 2 and not dones[1]  # held
+    else:  # stepped again: its third step, the episode's last
+        assert rewards[1] == 3 and dones[1] and infos[1]["terminal_observation"][0] == 3

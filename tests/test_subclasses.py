@@ -397,3 +397,61 @@ def test_ctrl_c_in_vecenvs_bookkeeping_under_an_adapter_is_deferred(built) -> No
         venv.step(actions)
     seen = [venv.step(actions)[0][0, 0] for _ in range(2)]
     assert seen == [2.0, 3.0]  # the interrupted step, held by the inner vector env, then the next one
+
+
+def test_a_wrapper_decorating_vecenvs_step_wait_is_the_users_code(built) -> None:
+    """A subclass whose ``step_wait`` is vecenv's method under the user's ``functools.wraps`` decorator (which copies
+    the name and module) runs the user's code: Ctrl-C there is raised at once, as in any step half of the user's."""
+    import functools
+
+    def interrupted(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(self: Any) -> Any:
+            result = method(self)
+            signal.raise_signal(signal.SIGINT)
+            self.finished = True
+            return result
+
+        return wrapper
+
+    class Decorated(vecenv.DummyVecEnv):
+        finished = False
+        step_wait = interrupted(vecenv.DummyVecEnv.step_wait)
+
+    venv = Decorated(count_fns(2))
+    built.append(venv)
+    venv.reset()
+    with pytest.raises(KeyboardInterrupt):
+        venv.step(np.zeros(2, dtype=np.int64))
+    assert not venv.finished
+
+
+def test_step_halves_of_a_class_made_per_run_are_not_kept_alive() -> None:
+    """vecenv keeps nothing of the step halves it looked at: a wrapper class made per run (a trial of a sweep), and
+    what its methods' closures hold, are freed with the run."""
+    import gc
+    import weakref
+
+    class Model:
+        scale = 2.0
+
+    def run() -> weakref.ref:
+        model = Model()
+
+        class Scaled(vecenv.VecEnvWrapper):
+            def reset(self) -> Any:
+                return self.venv.reset()
+
+            def step_wait(self) -> VecEnvStepReturn:
+                obs, rewards, dones, infos = self.venv.step_wait()
+                return obs, rewards * model.scale, dones, infos
+
+        venv = Scaled(vecenv.DummyVecEnv(count_fns(1)))
+        venv.reset()
+        venv.step(np.zeros(1, dtype=np.int64))
+        venv.close()
+        return weakref.ref(model)
+
+    refs = [run() for _ in range(3)]
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None, None]

@@ -18,7 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vecenv.errors import ClosedVecEnvError, dumps_keeping_file_names
-from vecenv.interrupts import GUARD
+from vecenv.interrupts import GUARD, is_vecenvs
 from vecenv.stats import StepStats
 
 __all__ = [
@@ -38,17 +38,6 @@ VecEnvObs = Union[np.ndarray, dict[str, np.ndarray], tuple[np.ndarray, ...]]  # 
 VecEnvStepReturn = tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict]]
 
 
-#: the step halves met so far: function -> whether it is vecenv's own code
-_HALVES_SEEN: dict[Any, bool] = {}
-
-
-def _is_vecenvs(function: Any) -> bool:
-    own = _HALVES_SEEN.get(function)
-    if own is None:
-        own = _HALVES_SEEN[function] = getattr(function, "__module__", "").startswith("vecenv.")
-    return own
-
-
 def _halves_are_vecenvs(venv: Any) -> bool:
     """Whether ``venv.step()`` runs only vecenv's code around its waits: at every level of the stack (``venv``,
     then each ``venv`` attribute down), ``step_async`` and ``step_wait`` are vecenv's, not a subclass's, a
@@ -61,7 +50,7 @@ def _halves_are_vecenvs(venv: Any) -> bool:
         if "step_async" in attributes or "step_wait" in attributes:
             return False
         cls = type(venv)
-        if not (_is_vecenvs(getattr(cls, "step_async", None)) and _is_vecenvs(getattr(cls, "step_wait", None))):
+        if not (is_vecenvs(getattr(cls, "step_async", None)) and is_vecenvs(getattr(cls, "step_wait", None))):
             return False
         venv = attributes.get("venv")
     return False

@@ -390,14 +390,17 @@ class EnvGroup(GroupAccounts, FailedSteps, SubEnvRequests):
                 info["TimeLimit.truncated"] = True
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
             terminal_obs = self.terminal_obs
-            if terminal_obs is None or not self._write_terminal_row(terminal_obs, j, obs):
-                info["terminal_observation"] = copy_observation(obs)
+            in_info = terminal_obs is None or not self._write_terminal_row(terminal_obs, j, obs)
+            if in_info:
+                info["terminal_observation"] = obs  # (the env's own until copied below: kept if the copy fails)
                 if not rich:
                     rich = True
                     self.rich_infos.append(position)
             elif "terminal_observation" in info:  # the env's own key: the parent puts the row there instead
                 del info["terminal_observation"]
             try:
+                if in_info:
+                    info["terminal_observation"] = copy_observation(obs)
                 obs, self.reset_infos[j] = self._reset_one(j, None, None)
                 self._check_first_obs(j, obs)  # (a first observation that does not fit fails the reset)
             except BaseException:

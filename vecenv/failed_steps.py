@@ -56,8 +56,6 @@ class FailedSteps:
         self._note_uncopyable(exc)
         done = len(infos)
         completed = list(stepped[:done])
-        if completed:
-            self.rewards[completed] = step_rewards[:done]
         if done < len(stepped):
             failed = stepped[done]
             if isinstance(exc, Exception):
@@ -70,7 +68,8 @@ class FailedSteps:
         while self.rich_infos and self.rich_infos[-1] >= done:
             self.rich_infos.pop()
         self._envs_with_flags = None
-        self._partial_step = (completed, infos)
+        if self._keep_completed(completed, infos, step_rewards[:done]) is None:
+            self._partial_step = (completed, infos)
 
     def _note_uncopyable(self, exc: BaseException) -> None:
         if self._uncopyable:
@@ -89,9 +88,26 @@ class FailedSteps:
         """Rewards numpy could not store as one number per env: stored if each is one number or an array of one
         (:func:`~vecenv.sub_envs.scalar_rewards`). Else every env whose reward is a number keeps its step
         (:meth:`take_partial_step`), the others are stepped again, and the error naming the first is returned."""
+        first = self._keep_completed(stepped, infos, step_rewards)
+        if first is None:
+            return None
+        reward = scalar_rewards(step_rewards)[0][first]
+        error = reward_error(self.env_indices[stepped[first]], reward)
+        self._fail(error, stepped[first], Command.STEP)
+        self._note_uncopyable(error)
+        return error
+
+    def _keep_completed(self, stepped: Sequence[int], infos: list[Any], step_rewards: list[Any]) -> int | None:
+        """Store the rewards of the envs ``stepped``, which finished their step, read as SB3's ``DummyVecEnv`` stores
+        them (:func:`~vecenv.sub_envs.scalar_rewards`). If one is still not one number, only the envs whose reward
+        is keep their step (:meth:`take_partial_step`); the others lose their flags and are stepped again.
+
+        :return: the position in ``stepped`` of the first reward that is not one number, or None.
+        """
         rewards, first = scalar_rewards(step_rewards)
         if first is None:
-            self.rewards[stepped] = rewards
+            if len(stepped):
+                self.rewards[list(stepped)] = rewards
             return None
         kept = [p for p, reward in enumerate(rewards) if is_number(reward)]
         completed = [stepped[p] for p in kept]
@@ -103,7 +119,4 @@ class FailedSteps:
         self.rich_infos[:] = [kept.index(p) for p in self.rich_infos if p in kept]
         self._envs_with_flags = None
         self._partial_step = (completed, [infos[p] for p in kept])
-        error = reward_error(self.env_indices[stepped[first]], rewards[first])
-        self._fail(error, stepped[first], Command.STEP)
-        self._note_uncopyable(error)
-        return error
+        return first

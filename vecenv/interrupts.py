@@ -39,6 +39,8 @@ section (``benchmarks/interrupt_guard.py`` measures the cost per step).
 
 from __future__ import annotations
 
+import copy
+import copyreg
 import functools
 import importlib
 import os
@@ -120,11 +122,12 @@ class InterruptGuard:
         current = _getsignal(_SIGINT)
         if current is self.handler or not callable(current):
             return
+        # (chained first: an interrupt arriving as soon as vecenv's handler is in place goes to the program's)
+        previous, self.chained = self.chained, current
         try:
             signal.signal(signal.SIGINT, self.handler)
         except ValueError:  # not the main thread of the main interpreter
-            return
-        self.chained = current
+            self.chained = previous
 
     def acquire(self) -> None:
         """A vector env opened."""
@@ -257,7 +260,8 @@ class InterruptGuard:
             self.wait_end(counted)
 
     def raise_deferred(self) -> None:
-        """Deliver the deferred interrupt now (the chained handler raises ``KeyboardInterrupt``)."""
+        """Deliver the deferred interrupt now: Python's handler raises ``KeyboardInterrupt``; a program's own handler
+        may return instead (a "stop after this iteration" flag), and then so does this."""
         deferred, self.deferred = self.deferred, None
         if deferred is not None:
             self._chain(*deferred)
@@ -278,18 +282,47 @@ os.register_at_fork(after_in_child=GUARD.after_fork)
 #: the code of the functions that run envs in the calling process inside :meth:`InterruptGuard.envs_begin`
 ENVS_WAIT_OWNERS: set[CodeType] = set()
 _VECENV_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: the files of the standard library's code that vecenv's bookkeeping calls between the envs' calls (the deep
+#: copies of infos and terminal observations): part of that bookkeeping, whatever they call in turn
+_BOOKKEEPING_HELPERS = frozenset({copy.deepcopy.__code__.co_filename, copyreg.constructor.__code__.co_filename})
+
+
+def is_vecenvs(function: Any) -> bool:
+    """Whether ``function`` is vecenv's own code (its code object's file is in the package; a wrapper made with
+    ``functools.wraps`` around one of vecenv's methods is not)."""
+    try:
+        if function in _VECENVS_FUNCTIONS:
+            return True
+        own: bool = function.__code__.co_filename.startswith(_VECENV_DIR)
+    except (AttributeError, TypeError):  # (not a Python function; an unhashable callable)
+        return False
+    if own:
+        _VECENVS_FUNCTIONS.add(function)
+    return own
+
+
+#: vecenv's functions met by :func:`is_vecenvs` (its classes' methods: remembering them keeps nothing alive; the
+#: functions of a program's own classes are not remembered, and are freed with them)
+_VECENVS_FUNCTIONS: set[Any] = set()
 
 
 def in_bookkeeping_between_envs(frame: FrameType | None) -> bool:
     """Whether an interrupt that landed in ``frame``, during a wait of :meth:`InterruptGuard.envs_begin`, landed
-    in vecenv's own code between the envs' calls: every frame from ``frame`` up to the wait's owner
-    (:data:`ENVS_WAIT_OWNERS`) is vecenv's. In an env's code (or code it calls) it is raised at once."""
+    in vecenv's own bookkeeping between the envs' calls: from ``frame`` up to the wait's owner
+    (:data:`ENVS_WAIT_OWNERS`), every call that vecenv's code made to code that is not vecenv's is to one of
+    the standard library's helpers it uses (``copy.deepcopy``). In an env's code (or code it calls) it is raised
+    at once."""
+    foreign: CodeType | None = None  # the outermost frame so far that is not vecenv's
     while frame is not None:
         code = frame.f_code
-        if code in ENVS_WAIT_OWNERS:
-            return True
-        if not code.co_filename.startswith(_VECENV_DIR):
-            return False
+        if code.co_filename.startswith(_VECENV_DIR):
+            if foreign is not None and foreign.co_filename not in _BOOKKEEPING_HELPERS:
+                return False  # vecenv's code called an env (or the env's own code, further up)
+            if code in ENVS_WAIT_OWNERS:
+                return True
+            foreign = None
+        else:
+            foreign = code
         frame = frame.f_back
     return False
 

@@ -12,13 +12,14 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from vecenv.base import VecEnv, check_open, is_int
+from vecenv.base import VecEnv, _halves_are_vecenvs, check_open, is_int
 from vecenv.gymnasium.conversions import (
     attribute_values_for_call,
     vecenv_batch_to_gymnasium,
     vector_reset_infos,
     vector_step_infos,
 )
+from vecenv.interrupts import GUARD
 from vecenv.stats import StepStats
 
 __all__ = ["VecEnvToGymnasium", "to_gymnasium"]
@@ -153,6 +154,15 @@ class VecEnvToGymnasium(VectorEnv):
         :raises ClosedVecEnvError: after :meth:`close`.
         """
         check_open(self, "step")
+        if not _halves_are_vecenvs(self.venv):  # (a caller's step halves: stepped as SB3's, see VecEnv.step)
+            return self._step(actions)
+        counted = GUARD.enter()  # (one Ctrl-C section with the conversion: its interrupt is raised by the next call)
+        try:
+            return self._step(actions)
+        finally:
+            GUARD.leave(counted, raise_at_end=False)
+
+    def _step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         obs, rewards, dones, step_infos = self.venv.step(actions)
         dones = np.asarray(dones, dtype=np.bool_).reshape(self.num_envs)
         terminations, truncations = self._flags(dones, step_infos)

@@ -416,7 +416,6 @@ class EngineCore(VecEnv):
         self._ready.clear()
         self._held.clear()
         self._unsettled = False
-        self._guard_release()
         self._exit_finalizer.cancel()
         try:
             self._finalizer()
@@ -429,6 +428,9 @@ class EngineCore(VecEnv):
             self._retired_infos = None
             self._rewards = self._dones = self._terminations = self._truncations = np.zeros((0,))
             self._clock.between = None  # (it holds the workers' rows of the shared signals)
+            # last: putting the program's SIGINT handler back raises an interrupt held over from a wrapper's
+            # bookkeeping, which must not keep anything above from being released
+            self._guard_release()
 
     # --- seeds and options staged for the envs' next resets ------------------------------------------------
 

@@ -64,10 +64,13 @@ class Recovery(EngineCore):
     def _hold_step_result(self, result: tuple[Any, Any, Any, list[dict[str, Any]]]) -> None:
         """A Ctrl-C was deferred while the step that returned ``result`` was collected: every env holds its result
         (the buffers still have them), so the next step returns it instead of stepping again; then the interrupt
-        is raised (:mod:`vecenv.interrupts`)."""
+        is raised (:mod:`vecenv.interrupts`). A program's own SIGINT handler may return instead of raising: the
+        step then returns its results as usual, and nothing is held."""
+        held = self._held
         for env_id, info in enumerate(result[3]):
-            self._held[env_id] = info
+            held[env_id] = info
         GUARD.raise_deferred()
+        held.clear()
 
     def _settle(self) -> None:
         """Collect the STEP replies an interrupted step left unread; their envs hold those results."""
