@@ -690,3 +690,36 @@ def test_sigint_in_to_gymnasiums_conversion_is_raised_by_the_next_call(built: li
         genv.step(np.zeros(2, dtype=np.int64))
     for _ in range(8):
         check(genv.step(np.zeros(2, dtype=np.int64)))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_child_forked_by_an_env_during_a_step_gets_its_ctrl_c(built: list[Any]) -> None:
+    """An env that forks during its step (``os.fork()``): the child returns through vecenv's step as the parent
+    does, and leaves nothing counted (no section, no wait: the sections begun before the fork are the parent's);
+    Ctrl-C in the child afterwards raises ``KeyboardInterrupt`` there."""
+    parent = os.getpid()
+
+    class ForkingEnv(TrackEnv):
+        child = 0
+
+        def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+            if action == 1:
+                ForkingEnv.child = os.fork()
+            return super().step(action)
+
+    venv = vecenv.DummyVecEnv([lambda: ForkingEnv(0)])
+    built.append(venv)
+    venv.reset()
+    venv.step(np.ones(1, dtype=np.int64))
+    if os.getpid() != parent:  # the child, back from the step
+        code = 1
+        try:
+            code = 2 if (GUARD.depth, GUARD.waiting, GUARD.envs_waiting) != (0, 0, 0) else 1
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            code = code if code == 2 else 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(ForkingEnv.child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

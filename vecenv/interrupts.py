@@ -182,7 +182,7 @@ class InterruptGuard:
         """End a section; at the end of the outermost one, raise a deferred interrupt if ``raise_at_end``. False
         for a call that returns a step's results (raising would drop them) or that starts a request the caller
         must then collect (``step_async``, ``start_call``): the next call raises it before doing anything."""
-        if not counted:
+        if not counted or not self.depth:  # (0: a section begun before this process was forked from its parent)
             return
         self.depth -= 1
         suspended = self._suspended
@@ -221,14 +221,15 @@ class InterruptGuard:
 
     def envs_end(self, counted: bool) -> None:
         """The wait of :meth:`envs_begin` is over."""
-        if counted:
+        if counted and self.envs_waiting:  # (see wait_end)
             self.waiting -= 1
             self.envs_waiting -= 1
 
     def wait_end(self, counted: bool) -> None:
         """The wait is over: interrupts are deferred again (the count drops before anything else runs, so an
-        interrupt arriving now cannot leave it raised)."""
-        if counted:
+        interrupt arriving now cannot leave it raised). A wait begun before this process was forked from its parent
+        is not counted here (the child starts with none)."""
+        if counted and self.waiting:
             self.waiting -= 1
 
     def run_deferring(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
@@ -267,7 +268,8 @@ class InterruptGuard:
             self._chain(*deferred)
 
     def after_fork(self) -> None:
-        """In a forked child: its own main thread, no sections, nothing installed by it."""
+        """In a forked child: its own main thread, no sections, nothing installed by it. A child forked inside a
+        section (an env that calls ``os.fork()``) goes on through the parent's frames: their ends count nothing."""
         self.main = threading.main_thread().ident
         self.depth = self.waiting = self.envs_waiting = self.users = 0
         self._suspended = []
