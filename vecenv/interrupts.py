@@ -173,8 +173,10 @@ class InterruptGuard:
             if self.deferred is not None:
                 self.raise_deferred()
         elif self.waiting:  # vecenv called from code a wait runs (an env, an adapted vector env): its own section
-            self._suspended.append((self.depth, self.waiting, self.envs_waiting))
+            # (the counts go first: an interrupt arriving from then on is deferred, and nothing is left half done)
+            suspended = (self.depth, self.waiting, self.envs_waiting)
             self.waiting = self.envs_waiting = 0
+            self._suspended.append(suspended)
         self.depth += 1
         return True
 
