@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -121,6 +122,42 @@ def gate(tmp_path, build) -> Iterator[Gate]:
 BACKENDS = ["dummy", "subproc"]
 
 # --- async_reset / recv -----------------------------------------------------------------------------------
+
+
+class SeedEchoEnv(gym.Env):
+    """Reports the seed and options of each reset in its reset info."""
+
+    observation_space = gym.spaces.Discrete(1)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[int, dict]:
+        super().reset(seed=seed)
+        return 0, {"seed": seed, "options": options}
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict]:
+        return 0, 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("variant", BACKENDS)
+def test_async_reset_uses_the_latest_seeds_and_options(build, variant):
+    """Seeds and options handed to the envs by a step, then replaced (``seed([None, 5])``, ``set_options(None)``):
+    ``async_reset()`` resets with the replacements, as ``reset()`` does (docs/semantics.md, SB3's rule)."""
+    venv = build(variant, [SeedEchoEnv, SeedEchoEnv], n_workers=1)
+    for reset in ("reset", "async_reset"):
+        venv.reset()
+        venv.seed(100)
+        venv.set_options({"level": 3})
+        venv.send(np.array([0]), [0])  # (hands the staged seeds and options to the envs' group)
+        venv.recv()
+        venv.seed([None, 5])
+        venv.set_options(None)
+        if reset == "reset":
+            venv.reset()
+            infos = venv.reset_infos
+        else:
+            venv.async_reset()
+            infos = venv.recv()[3]
+        assert [dict(info) for info in infos] == [{"seed": None, "options": None}, {"seed": 5, "options": None}]
 
 
 @pytest.mark.parametrize("variant", BACKENDS)

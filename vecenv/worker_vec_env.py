@@ -372,8 +372,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         with self._clock.timing("reset"):
             self._check_idle("reset")
             self._check_seeds_and_options()
-            if self._seeds_replaced or self._options_replaced:  # first replace what the workers hold (SB3's rule)
-                self._push_staged_to(sorted(self._seeds_replaced | self._options_replaced))
+            self._push_replacements()
             self.prepare_reset(env_ids)
             self._prepare_obs_write(keep_rows=env_ids is not None)
             workers, slices = self._workers, self._env_ranges

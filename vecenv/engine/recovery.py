@@ -226,6 +226,13 @@ class Recovery(EngineCore):
 
     # --- staged seeds / options reach the workers (a dead worker is restarted with them) --------------------
 
+    def _push_replacements(self) -> None:
+        """Before a reset: where :meth:`seed` / :meth:`set_options` replaced what a worker's envs already hold (a
+        seed set to None, options cleared), replace it there first (SB3's rule: the reset uses the latest)."""
+        replaced = self._seeds_replaced | self._options_replaced
+        if replaced:
+            self._push_staged_to(sorted(replaced))
+
     def _push_staged_to(self, targets: Iterable[int] | None = None) -> None:
         """Hand the seeds / options set by :meth:`seed` / :meth:`set_options` to the envs' next resets, so an
         autoreset honours them too (each is used once by whichever reset comes first).
