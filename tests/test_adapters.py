@@ -24,7 +24,7 @@ from gymnasium.wrappers import TimeLimit
 from tests.envs import FRAME_SHAPE, CounterEnv, MarkerWrapper, SpaceEnv
 from vecenv import ClosedVecEnvError, DummyVecEnv, SubprocVecEnv, VecMonitor, VecNormalize, tile_images
 from vecenv.adapters import GymnasiumToVecEnv, VecEnvToGymnasium, from_gymnasium, to_gymnasium
-from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError
+from vecenv.errors import ActionsWithoutEnvAxisError, AlreadyPendingCallError, NoAsyncCallError
 
 ALL_MODES = [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED]
 
@@ -489,6 +489,9 @@ def test_from_gymnasium_seeds_options_and_async_errors():
         venv.step_wait()
     with pytest.raises(ValueError, match="expected 2 actions, got 3"):
         venv.step_async(np.array([0, 1, 2]))
+    for no_env_axis in (0, np.int64(1)):  # (as vecenv's own vector envs: a ValueError and a TypeError)
+        with pytest.raises(ActionsWithoutEnvAxisError, match=r"expected a batch of shape \(2,\), got .*no env axis"):
+            venv.step_async(no_env_axis)
     venv.step_async(np.array([0, 1]))
     with pytest.raises(AlreadyPendingCallError):
         venv.step_async(np.array([0, 1]))

@@ -54,3 +54,31 @@ def test_every_public_name_is_in_the_api_reference(module) -> None:
 def test_the_reference_documents_nothing_that_is_not_public() -> None:
     public = {f"{m.__name__}.{n}" for m in MODULES for n in m.__all__}
     assert {name for name in documented() if not name.startswith(UNCHECKED)} - public == set()
+
+
+INHERITED = re.compile(r"^\.\. autoclass:: (\S+)\n   :inherited-members:", re.MULTILINE)
+
+
+def test_public_classes_show_what_they_inherit_from_internal_bases() -> None:
+    """A public class whose public methods are defined on a base class that the reference does not document
+    (``SubprocVecEnv``'s ``send`` / ``recv`` / ``step_stats`` on the engine's classes) shows them itself: its
+    directive has ``:inherited-members:``."""
+    public = {getattr(m, n) for m in MODULES for n in m.__all__}
+    text = API_PAGE.read_text(encoding="utf-8")
+    with_inherited = set(INHERITED.findall(text))
+    lacking = []
+    for module in MODULES:
+        for name in module.__all__:
+            cls = getattr(module, name)
+            if not isinstance(cls, type):
+                continue
+            hidden = [
+                base
+                for base in cls.__mro__[1:]
+                if base.__module__.startswith("vecenv")
+                and base not in public
+                and any(not key.startswith("_") for key in vars(base))
+            ]
+            if hidden and name not in with_inherited:
+                lacking.append(f"{module.__name__}.{name} (from {[base.__qualname__ for base in hidden]})")
+    assert not lacking, f"docs/api.md: add :inherited-members: to {lacking}"

@@ -396,6 +396,22 @@ def test_set_options_list_and_none(backend, make_venv):
     assert venv.get_attr("last_options") == [None, None]
 
 
+@pytest.mark.parametrize("length", [1, 3])
+def test_set_options_list_of_another_length_is_refused_at_once(backend, make_venv, length):
+    """A list of options that is not one dict per env is refused by set_options() itself, and nothing is kept:
+    steps go on, and the next reset() uses the options set before (SB3: the next reset raises IndexError for a
+    shorter list and ignores the extra dicts of a longer one; see docs/migrating-from-sb3.md)."""
+    venv = make_venv(backend, counter_fns(2, episode_len=10))
+    venv.set_options({"start_t": 2})
+    with pytest.raises(
+        ValueError, match=rf"set_options\(\[\.\.\.\]\) must give one dict per env: expected 2, got {length}"
+    ):
+        venv.set_options([{"start_t": 4}] * length)
+    venv.reset()
+    venv.step(np.zeros(2, dtype=np.int64))
+    assert venv.get_attr("last_options") == [{"start_t": 2}, {"start_t": 2}]
+
+
 def test_seed_and_options_together(backend, make_venv):
     """seed() and set_options() before one reset: both reach every env (compared with envs reset by hand)."""
     venv = make_venv(backend, counter_fns(2, episode_len=10))

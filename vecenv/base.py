@@ -197,8 +197,9 @@ class VecEnv(ABC):
     def step_wait(self) -> VecEnvStepReturn:
         """Wait for the step started by :meth:`step_async`.
 
-        :return: ``(obs, rewards, dones, infos)``: obs ``(num_envs, *obs_shape)``, rewards float32 ``(num_envs,)``,
-            dones bool ``(num_envs,)``, infos a list of ``num_envs`` dicts.
+        :return: ``(obs, rewards, dones, infos)``: obs ``(num_envs, *obs_shape)``, rewards ``(num_envs,)`` (float32 in
+            SB3's and vecenv's vector envs, unless their ``rewards_dtype`` says otherwise), dones bool
+            ``(num_envs,)``, infos a list of ``num_envs`` dicts.
         """
 
     @abstractmethod
@@ -370,16 +371,23 @@ class VecEnv(ABC):
         return self._seeds
 
     def set_options(self, options: list[dict] | dict | None = None) -> None:
-        """Set the ``options`` passed to each env's NEXT :meth:`reset` only (deep-copied).
+        """Set the ``options`` passed to each env's NEXT :meth:`reset` only (deep-copied; SB3 semantics).
 
         :param options: one dict per env, one dict for all envs, or None (no options).
+        :raises ValueError: if a list does not hold ``num_envs`` dicts (SB3 accepts it, and its next reset raises
+            ``IndexError`` for a shorter list, or ignores the extra dicts of a longer one).
         """
         if options is None:
             options = {}
         if isinstance(options, dict):
             self._options = deepcopy([options] * self.num_envs)
-        else:
-            self._options = deepcopy(options)
+            return
+        if len(options) != self.num_envs:
+            raise ValueError(
+                f"set_options([...]) must give one dict per env: expected {self.num_envs}, got {len(options)} "
+                "(pass one dict to give every env the same options)"
+            )
+        self._options = deepcopy(options)
 
     @property
     def unwrapped(self) -> VecEnv:

@@ -84,6 +84,16 @@ class ActionsWithoutEnvAxisError(VecEnvError, ValueError, TypeError):
     vecenv's other refused action batches, and a ``TypeError`` as Gymnasium's vector envs raise for them (they
     cannot iterate over the batch)."""
 
+    @classmethod
+    def for_batch(cls, action_space: Any, actions: Any, num_envs: int) -> ActionsWithoutEnvAxisError:
+        """The error for ``actions`` given to ``num_envs`` envs of ``action_space``: what was expected and got."""
+        shape = getattr(action_space, "shape", None)
+        layout = f"shape {(num_envs, *shape)}" if shape is not None else f"{num_envs} actions"
+        return cls(
+            f"actions must hold one action per env: expected a batch of {layout}, got {actions!r:.80} (type "
+            f"{type(actions).__name__}), which has no env axis"
+        )
+
 
 class UncopyableInfoError(VecEnvError, TypeError):
     """An env returned an info (or, from a worker process, a reset info) holding a value that vecenv cannot

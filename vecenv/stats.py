@@ -114,7 +114,8 @@ class StepStats:
     :param reset_seconds: in ``reset()`` (every part of it: the envs' resets are also in the workers' accounts).
     :param outside_seconds: between those calls: the caller's own code (policy, learning), and any other
         call on the vector env.
-    :param steps: vector steps (``step_wait`` calls that returned).
+    :param steps: vector steps: ``step_wait`` calls that returned, and ``recv`` calls of partial batches (also
+        those that collect only the first observations of :meth:`~vecenv.SubprocVecEnv.async_reset`).
     :param env_steps: env steps taken by all workers.
     :param episodes: episodes ended in all workers.
     :param workers: each worker's accounts, in env order.

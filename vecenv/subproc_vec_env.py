@@ -129,9 +129,10 @@ class SubprocVecEnv(WorkerVecEnv):
     :raises ValueError: for an unknown ``start_method`` (from :func:`multiprocessing.get_context`), an
         ``n_workers`` below 1, a ``batch_size`` outside ``1..len(env_fns)``, a ``parent_envs`` outside
         ``0..len(env_fns)-1``, a ``wait_mode`` other than ``"auto"``, ``"spin"`` and ``"block"``,
-        ``wait_mode="spin"`` with ``shared_memory=False`` or a ``rewards_dtype`` other than float32 and float64
-       , an ``obs_slots`` that
-        is not a non-negative integer (all before any process starts), or if the envs' spaces differ.
+        ``wait_mode="spin"`` with ``shared_memory=False``, a ``rewards_dtype`` other than float32 and float64, an
+        ``obs_slots`` that is not a non-negative integer, a ``step_timeout`` / ``reset_timeout`` that is not a
+        positive number (or None), a ``max_restarts`` that is not a non-negative integer, or an unknown
+        ``autoreset_mode`` (all before any process starts); or if the envs' spaces differ.
     :raises TypeError: if ``env_fns`` is not a list of callables, or one returns something that is not a
         ``gymnasium.Env`` (the message names the index).
     """

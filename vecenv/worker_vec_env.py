@@ -90,8 +90,9 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         """Collect the step started by :meth:`step_async`.
 
         :return: ``(obs, rewards, dones, infos)``: obs ``(num_envs, *obs_shape)`` in the space's dtype
-            (dict / tuple of arrays for Dict / Tuple spaces), rewards float32 ``(num_envs,)``, dones bool
-            ``(num_envs,)``, infos a list of ``num_envs`` dicts. Returned arrays are the caller's to keep.
+            (dict / tuple of arrays for Dict / Tuple spaces), rewards ``(num_envs,)`` in ``rewards_dtype``
+            (float32 by default), dones bool ``(num_envs,)``, infos a list of ``num_envs`` dicts. Returned arrays
+            are the caller's to keep.
         :raises NoAsyncCallError: if no step is pending.
         :raises Exception: an env's exception (with a note naming the env); the envs that finished stepping
             keep their results for the next step (see :meth:`step_async`).
@@ -185,12 +186,7 @@ class WorkerVecEnv(PartialBatches, SubEnvCalls):
         try:
             count = num_actions(self.action_space, actions) if self._composite_actions else len(actions)
         except TypeError:  # no env axis: a scalar, a 0-d array, a dict of scalars
-            shape = getattr(self.action_space, "shape", None)
-            layout = f"shape {(self.num_envs, *shape)}" if shape is not None else f"{self.num_envs} actions"
-            raise ActionsWithoutEnvAxisError(
-                f"actions must hold one action per env: expected a batch of {layout}, got {actions!r:.80} (type "
-                f"{type(actions).__name__}), which has no env axis"
-            ) from None
+            raise ActionsWithoutEnvAxisError.for_batch(self.action_space, actions, self.num_envs) from None
         if count != self.num_envs:
             raise ValueError(
                 f"actions must hold one action per env: expected {self.num_envs} actions, got "

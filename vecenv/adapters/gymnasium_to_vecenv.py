@@ -22,7 +22,7 @@ from vecenv.actions import num_actions, split_actions
 from vecenv.adapters.vecenv_to_gymnasium import VecEnvToGymnasium
 from vecenv.base import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn, check_open, is_int
 from vecenv.env_group import is_wrapped
-from vecenv.errors import AlreadyPendingCallError, NoAsyncCallError
+from vecenv.errors import ActionsWithoutEnvAxisError, AlreadyPendingCallError, NoAsyncCallError
 from vecenv.gymnasium.conversions import gymnasium_batch_to_vecenv, per_env_infos
 from vecenv.interrupts import GUARD
 from vecenv.spaces import batch_assign, batch_slice
@@ -274,7 +274,9 @@ class GymnasiumToVecEnv(VecEnv):
         :param actions: one action per env: an array ``(num_envs, *action_shape)``, a list with one action per
             env, or for Dict / Tuple action spaces a dict / tuple of batched arrays.
         :raises AlreadyPendingCallError: if a step is already pending.
-        :raises ValueError: if ``actions`` does not hold exactly ``num_envs`` actions.
+        :raises ValueError: if ``actions`` does not hold exactly ``num_envs`` actions
+            (:class:`~vecenv.errors.ActionsWithoutEnvAxisError`, also a ``TypeError``, for actions without an env
+            axis).
         :raises ClosedVecEnvError: after :meth:`close`.
         """
         check_open(self, "step_async")
@@ -282,7 +284,10 @@ class GymnasiumToVecEnv(VecEnv):
             raise AlreadyPendingCallError(
                 "Cannot call step_async() while a step is pending: call step_wait() first to collect it."
             )
-        count = num_actions(self.action_space, actions)
+        try:
+            count = num_actions(self.action_space, actions)
+        except TypeError:  # no env axis: a scalar, a 0-d array, a dict of scalars
+            raise ActionsWithoutEnvAxisError.for_batch(self.action_space, actions, self.num_envs) from None
         if count != self.num_envs:
             raise ValueError(
                 f"actions must hold one action per env: expected {self.num_envs} actions, got {count} "

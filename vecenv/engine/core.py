@@ -452,7 +452,10 @@ class EngineCore(VecEnv):
         return seeds
 
     def set_options(self, options: list[dict] | dict | None = None) -> None:
-        """Set the ``options`` of each env's NEXT reset (caller's or autoreset; see :meth:`seed`)."""
+        """Set the ``options`` of each env's NEXT reset (caller's or autoreset; see :meth:`seed`).
+
+        :raises ValueError: if a list does not hold ``num_envs`` dicts.
+        """
         super().set_options(options)
         self._seeds_or_options_staged = True
         if self.replaces_pending:

@@ -164,9 +164,10 @@ class PartialBatches(Recovery):
         next call; a worker that died is restarted if ``max_restarts`` allows (its envs report the restart).
 
         :return: ``(obs, rewards, dones, infos, env_ids)`` for the finished envs in increasing ``env_ids``
-            order: obs ``(len(env_ids), *obs_shape)``, rewards in ``rewards_dtype`` and bool dones ``(len(env_ids),)``,
-            one info dict per env (the reset info for envs coming back from :meth:`async_reset`, whose
-            rewards are 0 and dones False), ``env_ids`` an int64 array. Same autoreset rules as :meth:`step`.
+            order: obs ``(len(env_ids), *obs_shape)``, rewards in ``rewards_dtype`` and bool dones
+            ``(len(env_ids),)``, one info dict per env (the reset info for envs coming back from
+            :meth:`async_reset`, whose rewards are 0 and dones False), ``env_ids`` an int64 array. Same autoreset
+            rules as :meth:`step`.
         :raises NoAsyncCallError: if nothing was sent.
         """
         clock = self._clock

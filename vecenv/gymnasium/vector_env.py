@@ -241,6 +241,7 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
             env), or None (a random base ``s``, as vecenv's ``VecEnv.seed``).
         :return: the seeds given, one per env.
         :raises ValueError: if a list does not hold ``num_envs`` seeds.
+        :raises gymnasium.error.Error: if a seed is not an integer or None (Gymnasium's error, as ``reset(seed=...)``).
         :raises gymnasium.error.ClosedEnvironmentError: after :meth:`close`.
         """
         self._assert_is_running()
@@ -250,7 +251,9 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
         if isinstance(seed, (int, np.integer)):
             seeds: list[int | None] = [int(seed) + i for i in range(n)]
         else:
-            seeds = [None if s is None else int(s) for s in seed]
+            if isinstance(seed, str):  # (a string is a sequence: of characters, not seeds)
+                raise gym.error.Error(f"Seed must be a python integer, actual type: {type(seed)}")
+            seeds = [checked_seed(s) for s in seed]  # (Gymnasium's error for a seed that is not an integer)
             if len(seeds) != n:
                 raise ValueError(f"seed([...]) must give one seed (or None) per env: expected {n}, got {len(seeds)}")
         venv = self._venv

@@ -117,7 +117,8 @@ class VecNormalize(VecEnvWrapper):
         self.epsilon = epsilon
         self.training = training
         self.norm_reward = norm_reward
-        #: raw rewards of the last step, float32 ``(num_envs,)`` (empty before the first step).
+        #: raw rewards of the last step, ``(num_envs,)`` in the vector env's dtype (float32, or the
+        #: ``rewards_dtype`` of vecenv's backends; empty before the first step).
         self.old_reward = np.array([])
         self._follow_autoreset_mode(venv)
 
@@ -375,7 +376,8 @@ class VecNormalize(VecEnvWrapper):
     def get_original_reward(self) -> np.ndarray:
         """The raw rewards of the last step.
 
-        :return: a copy, float32 ``(num_envs,)`` (empty before the first step).
+        :return: a copy, ``(num_envs,)`` in the vector env's rewards dtype (float32, or the ``rewards_dtype`` of
+            vecenv's backends; empty before the first step).
         """
         return self.old_reward.copy()
 
