@@ -173,6 +173,17 @@ def _script_error(result: subprocess.CompletedProcess[str], command: str = "run"
 # ---------------------------------------------------------------------------------------------- console script
 
 
+def test_run_without_stderr_prints_its_summary() -> None:
+    """A process started with descriptor 2 closed (daemons, some launchers: ``sys.stderr`` is None) runs and
+    prints its summary; the progress bar is left out."""
+    command = [sys.executable, "-m", "vecenv", "run", "-n", "2", "--steps", "100", "-b", "dummy", "--seed", "0"]
+    result = subprocess.run(
+        command, stdout=subprocess.PIPE, text=True, timeout=TIMEOUT, check=False, preexec_fn=lambda: os.close(2)
+    )
+    assert result.returncode == 0
+    _check_summary(_parse_summary(result.stdout), "CartPole-v1", 2, 100, "dummy")
+
+
 def test_version_console_script():
     """``vecenv --version`` prints the package version and exits 0."""
     result = _run_script("--version")

@@ -231,6 +231,44 @@ def test_worker_exit_raises(make_venv):
 
 
 @pytest.mark.timeout(60)
+def test_worker_exit_where_the_program_ignores_sigchld():
+    """A program that ignores SIGCHLD (services often do): the kernel collects the worker's exit status, so its
+    exit code is unknown; the error says that the worker ended and why its code is unknown, not that it hangs."""
+    fns = [functools.partial(FaultEnv), functools.partial(FaultEnv, fail_in="exit", after=1, offset=1)]
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        venv = vecenv.SubprocVecEnv(fns, start_method="fork")  # (the workers are this process's children)
+        try:
+            venv.reset()
+            with pytest.raises(vecenv.WorkerDiedError, match=r"envs \[1\] ended \(.*ignores SIGCHLD") as info:
+                venv.step(np.array([0, 0]))
+            assert "unresponsive" not in str(info.value)
+        finally:
+            venv.close()
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+
+
+def _notes_of_a_subproc_vec_env_built_here() -> list[str] | None:
+    """In a pool worker: the notes on the error of building a SubprocVecEnv (None: it was built)."""
+    try:
+        vecenv.SubprocVecEnv([CounterEnv, CounterEnv], start_method="fork").close()
+    except AssertionError as exc:
+        return list(getattr(exc, "__notes__", []))
+    return None
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_subproc_vec_env_in_a_daemonic_process_says_what_to_do():
+    """In a daemonic process (a multiprocessing.Pool worker, a DataLoader worker), which cannot have children:
+    multiprocessing's AssertionError, with a note saying why and what to use instead."""
+    with mp.get_context("fork").Pool(1) as pool:
+        notes = pool.apply(_notes_of_a_subproc_vec_env_built_here)
+    assert notes is not None and any("daemonic" in note and "DummyVecEnv" in note for note in notes), notes
+
+
+@pytest.mark.timeout(60)
 def test_workers_ignore_sigint(make_venv):
     """SIGINT sent to the workers does not end them: the venv keeps stepping and answering."""
     venv = make_venv("subproc", [functools.partial(CounterEnv, offset=i, episode_len=10) for i in range(2)])
@@ -316,6 +354,60 @@ def test_interpreter_exit_ends_workers(start_method, mode):
     assert len(pids) == 2
     assert still_running(pids) == []
     assert "Traceback" not in result.stderr, result.stderr
+
+
+SIGPIPE_SCRIPT = """
+import functools, os, signal, sys, time
+import numpy as np
+import vecenv
+import vecenv.gymnasium
+from tests.envs import CounterEnv
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # (a program that ends quietly when its output is closed)
+    fns = [functools.partial(CounterEnv, offset=i) for i in range(2)]
+    for name in ("SubprocVecEnv", "AsyncVectorEnv"):
+        if name == "SubprocVecEnv":
+            venv = vecenv.SubprocVecEnv(fns, start_method="fork")
+            venv.reset()
+            processes, step = venv.processes, lambda: venv.step(np.zeros(2, dtype=np.int64))
+        else:
+            venv = vecenv.gymnasium.AsyncVectorEnv(fns, context="fork")
+            venv.reset()
+            processes, step = venv.processes, lambda: venv.step(np.zeros(2, dtype=np.int64))
+        os.kill(processes[1].pid, signal.SIGKILL)
+        processes[1].join(10)
+        try:
+            step()
+        except vecenv.WorkerDiedError as exc:
+            print(name, "WorkerDiedError", "SIGKILL" in str(exc), flush=True)
+        venv.close()
+        # (a second close, and one more step, write nothing into the dead worker's pipe either)
+        venv.close()
+    print("END", flush=True)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_dead_worker_with_sigpipe_at_its_default_action_is_reported():
+    """A program that restores SIGPIPE's default action (``| head`` pipelines): a request written to a dead
+    worker's pipe would end it silently with SIGPIPE; vecenv raises WorkerDiedError naming the cause instead."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run(
+        [sys.executable, "-c", SIGPIPE_SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert result.stdout.split("\n")[:3] == [
+        "SubprocVecEnv WorkerDiedError True",
+        "AsyncVectorEnv WorkerDiedError True",
+        "END",
+    ], result.stdout
 
 
 def test_remote_traceback_str():

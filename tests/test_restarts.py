@@ -102,6 +102,31 @@ def test_max_restarts_set_after_construction_restarts_a_dead_worker():
 
 
 @pytest.mark.timeout(60)
+def test_a_restart_warning_raised_as_an_error_loses_nothing():
+    """Where warnings are errors (``-W error``, pytest's ``filterwarnings = error``), the restart's
+    RuntimeWarning raises from the step that restarted the worker: the restart is done and counted once, and the
+    next step returns what that step did (the other worker's envs' step, the restart report) without stepping
+    them again."""
+    venv = vecenv.SubprocVecEnv(counter_fns(2), n_workers=2, max_restarts=3)
+    try:
+        venv.reset()
+        venv.step(np.zeros(2, dtype=np.int64))
+        os.kill(venv.processes[1].pid, signal.SIGKILL)
+        venv.processes[1].join(10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(RuntimeWarning, match=r"restarting the worker of envs \[1\] \(restart 1 of"):
+                venv.step(np.zeros(2, dtype=np.int64))
+            obs, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+            assert venv.restarts == 1 and dones.tolist() == [False, True] and infos[1]["vecenv.restarted"]
+            assert obs[:, 1:3].tolist() == [[0, 2], [0, 0]]  # env 0's second step, env 1's fresh episode
+            obs, _, dones, _ = venv.step(np.zeros(2, dtype=np.int64))
+        assert obs[:, 1:3].tolist() == [[0, 3], [0, 1]] and not dones.any()
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
 def test_restart_after_timeout_and_at_reset():
     fns = [functools.partial(FaultEnv, fail_in="hang", after=2, offset=i) for i in range(2)]
     venv = vecenv.SubprocVecEnv(fns, n_workers=2, step_timeout=1.0, max_restarts=3)

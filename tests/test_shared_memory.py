@@ -7,6 +7,7 @@ Expectations come from the same envs stepped by hand with the same seeds and act
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import gc
 import itertools
@@ -491,6 +492,33 @@ def test_shared_block_is_anonymous(start_method):
             assert not {path for path in shm_mappings(process.pid) if not path.startswith("/dev/shm/sem.")} - inherited
     finally:
         venv.close()
+    assert dev_shm() == before
+
+
+@pytest.mark.parametrize("refusal", [errno.ENOSYS, errno.EPERM])
+def test_shared_block_where_memfd_create_is_refused(monkeypatch, refusal):
+    """A sandbox that refuses ``memfd_create`` (seccomp, some container runtimes): the block is a temporary file
+    unlinked at once, the batches are those of envs stepped in the calling process, and nothing is left in
+    /dev/shm (as where the call does not exist)."""
+
+    def refused(*args: Any) -> int:
+        raise OSError(refusal, os.strerror(refusal))
+
+    monkeypatch.setattr(os, "memfd_create", refused)
+    before = dev_shm()
+    fns = sample_fns("image", 3)
+    venv, reference = vecenv.SubprocVecEnv(fns, start_method="fork", n_workers=2), vecenv.DummyVecEnv(fns)
+    try:
+        assert "memfd:vecenv-batch" not in mapped_paths("self")
+        venv.seed(1000)
+        reference.seed(1000)
+        assert_same(venv.reset(), reference.reset())
+        actions = np.zeros((3, 6, 5, 3), dtype=np.uint8)
+        for _ in range(3):
+            assert_same(venv.step(actions)[:3], reference.step(actions)[:3])
+    finally:
+        venv.close()
+        reference.close()
     assert dev_shm() == before
 
 

@@ -130,6 +130,26 @@ def test_trigger_length_and_names_match_sb3(tmp_path):
         assert any(np.abs(frames[0].astype(int) - frame.astype(int)).max() > 50 for frame in frames[1:])
 
 
+def test_a_folder_whose_name_is_not_utf8(tmp_path):
+    """A Linux folder name may hold any bytes (``os.fsdecode`` gives them as escapes): OpenCV cannot take such a
+    path (it crashed the process), so the video is written through the open folder, under its own name."""
+    folder = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"videos \xff run"))
+    recorder = VecVideoRecorder(
+        vecenv.DummyVecEnv(paint_fns(1)), folder, record_video_trigger=lambda step: step == 0, video_length=3
+    )
+    recorder.reset()
+    step_n(recorder, 4)
+    recorder.close()
+    assert videos(folder) == ["rl-video-step-0-to-step-3.mp4"]
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        frames, _ = read_video(f"/proc/self/fd/{fd}/rl-video-step-0-to-step-3.mp4")
+    finally:
+        os.close(fd)
+    assert len(frames) == 4
+    assert_close_image(frames[-1], np.full((*frames[-1].shape[:2], 3), paint_color(0, 3), dtype=np.uint8))
+
+
 def test_frames_are_the_tiled_rgb_images(backend, make_venv, tmp_path):
     """Each video frame is tile_images() of the envs' frames at that step, colours in RGB order (both backends)."""
     recorder = VecVideoRecorder(make_venv(backend, paint_fns(3)), str(tmp_path), lambda step: step == 2, video_length=4)

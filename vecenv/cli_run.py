@@ -340,7 +340,7 @@ def _run(args: argparse.Namespace) -> int:
         stats = EpisodeStats(rows)
         start = time.perf_counter()
         venv.reset()
-        with tqdm(total=iterations * n, unit="step", unit_scale=True, disable=None, file=sys.stderr) as bar:
+        with tqdm(total=iterations * n, unit="step", unit_scale=True, disable=_no_terminal(), file=sys.stderr) as bar:
             for _ in range(iterations):
                 _, rewards, dones, _ = venv.step(actions.sample())
                 # episode statistics always use the env's own rewards, never the normalized ones
@@ -405,3 +405,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.compare:
         compare_layouts(args)
     return 0
+
+
+def _no_terminal() -> bool | None:
+    """tqdm's ``disable``: None (a bar only on a terminal), True where there is no stderr at all (a daemon's
+    closed descriptor 2: ``sys.stderr`` is None)."""
+    return True if sys.stderr is None else None

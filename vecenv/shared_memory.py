@@ -11,6 +11,7 @@ finds every array at the offset the parent used, and takes the rows of its envs.
 
 from __future__ import annotations
 
+import errno
 import math
 import mmap
 import os
@@ -52,12 +53,19 @@ class _BumpAllocator:
 
 
 def _anonymous_fd(size: int) -> int:
+    """A descriptor of ``size`` bytes of memory that no name reaches: ``memfd_create``, else (macOS, or a sandbox
+    that refuses the call: seccomp, some container runtimes) a temporary file unlinked at once, in ``/dev/shm``
+    where there is one."""
+    fd = -1
     if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("vecenv-batch", os.MFD_CLOEXEC)
-    else:  # pragma: no cover - macOS
-        handle, path = tempfile.mkstemp(prefix="vecenv-batch-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        try:
+            fd = os.memfd_create("vecenv-batch", os.MFD_CLOEXEC)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EINVAL):
+                raise
+    if fd < 0:
+        fd, path = tempfile.mkstemp(prefix="vecenv-batch-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         os.unlink(path)
-        fd = handle
     try:
         os.ftruncate(fd, max(size, 1))
     except BaseException:  # (ENOMEM, a Ctrl-C: the block is nobody's yet)

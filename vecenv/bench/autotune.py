@@ -405,7 +405,7 @@ def autotune(
 
     bar = tqdm(
         total=round(budget, 1),
-        disable=not progress or None,
+        disable=not progress or sys.stderr is None or None,
         file=sys.stderr,
         dynamic_ncols=True,
         bar_format="{desc} {bar} {n:.0f}/{total:.0f} s",

@@ -190,8 +190,14 @@ def iter_results(
     """Run ``cases`` one after the other with a progress bar on stderr, yielding each record."""
     from tqdm import tqdm
 
-    bar = tqdm(total=len(cases), unit="case", disable=not progress or None, file=sys.stderr, dynamic_ncols=True)
-    log_lines = progress and bar.disable  # no terminal: one line per case instead of a bar
+    bar = tqdm(
+        total=len(cases),
+        unit="case",
+        disable=not progress or sys.stderr is None or None,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    log_lines = progress and bar.disable and sys.stderr is not None  # no terminal: one line per case instead
     try:
         for i, case in enumerate(cases):
             bar.set_description_str(_case_label(case))

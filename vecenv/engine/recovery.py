@@ -19,6 +19,7 @@ held as after any failed step.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -121,6 +122,7 @@ class Recovery(EngineCore):
                 return result
         result = self._restart(w, exc)  # raises exc once the budget is spent (several dead workers in one step)
         self._received[w] = result
+        self._warn_restarted(w, exc)
         return result
 
     def _restart(
@@ -131,7 +133,9 @@ class Recovery(EngineCore):
         options: Sequence[dict[str, Any] | None] | None = None,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Restart worker ``w`` after ``cause``, resetting its envs with ``seeds`` / ``options`` (default: those
-        still staged for them, which are then used up); its envs report a truncated episode end (see docs).
+        still staged for them, which are then used up); its envs report a truncated episode end (see docs). The
+        caller keeps the result, then warns (:meth:`_warn_restarted`): a warning that is an error (``-W error``)
+        then raises with nothing of the restart lost.
 
         :return: ``(infos, reset_infos)`` of the worker's envs; their rows of the buffers are written.
         :raises BaseException: ``cause`` itself, if ``max_restarts`` is spent (checked here, at each restart).
@@ -140,12 +144,6 @@ class Recovery(EngineCore):
             raise cause
         worker = self._workers[w]
         self.restarts += 1
-        warnings.warn(
-            f"vecenv: restarting the worker of envs {worker.env_indices} (restart {self.restarts} of "
-            f"max_restarts={self.max_restarts}) after: {type(cause).__name__}: {cause}",
-            RuntimeWarning,
-            stacklevel=3,
-        )
         start, stop = self._env_ranges[w]
         if seeds is None and options is None:
             seeds, options = self._take_staged(start, stop)
@@ -161,6 +159,8 @@ class Recovery(EngineCore):
                 f"of max_restarts={self.max_restarts}); the new worker was ended, and the next call that needs it "
                 f"restarts it again while max_restarts allows. The restart's cause: {type(cause).__name__}: {cause}",
             )
+            with contextlib.suppress(Warning):  # (a warning turned into an error does not hide the restart's)
+                self._warn_restarted(w, cause, stacklevel=4)
             raise
         for env_id in range(start, stop):  # the restart supersedes what its envs held
             self._held.pop(env_id, None)
@@ -188,6 +188,17 @@ class Recovery(EngineCore):
         self.reset_infos[start:stop] = reset_infos
         for j, info in enumerate(infos):
             self._held[start + j] = info
+        self._warn_restarted(w, cause)
+
+    def _warn_restarted(self, w: int, cause: BaseException, stacklevel: int = 3) -> None:
+        """The ``RuntimeWarning`` of worker ``w``'s restart after ``cause`` (once its result is kept, or as the
+        restart failed)."""
+        warnings.warn(
+            f"vecenv: restarting the worker of envs {self._workers[w].env_indices} (restart {self.restarts} of "
+            f"max_restarts={self.max_restarts}) after: {type(cause).__name__}: {cause}",
+            RuntimeWarning,
+            stacklevel=stacklevel,
+        )
 
     def _reset_by_restart(self, w: int, cause: BaseException, payload: tuple[Any, Any, list[int] | None, bool]) -> None:
         """A RESET ``payload`` ``(seeds, options, local ids, gymnasium_resets)`` met a dead worker: its restart,

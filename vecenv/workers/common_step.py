@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.workers.messages import FAILED
-from vecenv.workers.pipes import STEP_SHARED_FRAME, read_reply
+from vecenv.workers.pipes import STEP_SHARED_FRAME, read_reply, sigpipe_kills, without_sigpipe
 from vecenv.workers.spin import REPLIES, REQUESTS
 
 if TYPE_CHECKING:
@@ -97,6 +97,11 @@ class CommonStep:
             be served here: see the module) are left to :meth:`SubprocWorker.send
             <vecenv.workers.subproc.SubprocWorker.send>`, which raises or records what stopped this loop.
         """
+        if sigpipe_kills():  # (a write to a dead worker's pipe would end the process: see vecenv.workers.pipes)
+            return without_sigpipe(self._send)
+        return self._send()
+
+    def _send(self) -> int:
         workers = self._workers
         for worker in workers:
             if worker._pending is not None or worker._lost is not None or not worker.reads_shared_actions:

@@ -5,12 +5,52 @@ or with :func:`read_reply` where nothing can follow the message."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import signal
 import struct
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from vecenv.workers.messages import STEP_SHARED_MESSAGE
 
-__all__ = ["STEP_SHARED_FRAME", "frame", "read_message", "read_reply", "write_message"]
+__all__ = [
+    "STEP_SHARED_FRAME",
+    "frame",
+    "read_message",
+    "read_reply",
+    "sigpipe_kills",
+    "without_sigpipe",
+    "write_message",
+]
+
+R = TypeVar("R")
+
+_SIGPIPE = signal.SIGPIPE
+#: the C function (``signal.getsignal`` converts its result to an enum member: slower)
+_getsignal: Callable[[int], Any] = importlib.import_module("_signal").getsignal
+
+
+def sigpipe_kills() -> bool:
+    """Whether a write to a pipe whose reader is gone (a dead worker's) would end this process: SIGPIPE's default
+    action, which a program restores (``signal.signal(SIGPIPE, SIG_DFL)``) to end quietly when its output is
+    closed (``| head``); Python itself ignores SIGPIPE, and such a write raises ``BrokenPipeError``."""
+    return bool(_getsignal(_SIGPIPE) == signal.SIG_DFL)
+
+
+def without_sigpipe(function: Callable[[], R]) -> R:
+    """Run ``function`` (which writes to worker pipes) with SIGPIPE blocked in this thread, and drop the SIGPIPE its
+    writes raised: a write to a dead worker's pipe raises ``BrokenPipeError``, which vecenv reports as the
+    worker's death, instead of ending the process."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {_SIGPIPE})
+    try:
+        return function()
+    finally:
+        if _SIGPIPE not in previous:
+            while _SIGPIPE in signal.sigpending():
+                signal.sigtimedwait({_SIGPIPE}, 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
 
 _SIZE = struct.Struct("!i")
 _BIG_SIZE = struct.Struct("!Q")

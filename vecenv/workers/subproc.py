@@ -27,9 +27,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
-import re
 import select
-import signal
 import sys
 import threading
 import time
@@ -56,7 +54,22 @@ from vecenv.workers.messages import (
     MessageWorker,
     label,
 )
-from vecenv.workers.pipes import STEP_SHARED_FRAME, frame, read_message, write_message
+from vecenv.workers.pipes import (
+    STEP_SHARED_FRAME,
+    frame,
+    read_message,
+    sigpipe_kills,
+    without_sigpipe,
+    write_message,
+)
+from vecenv.workers.process_exits import (
+    DEBUG_ENV_VAR,
+    EXIT_MAIN_REIMPORTED,
+    describe_exit,
+    exit_if_importing_main,
+    note_daemonic_parent,
+    script_without_main_guard,
+)
 from vecenv.workers.spin import REPLIES, REQUESTS, Spinner
 from vecenv.workers.worker_process import WorkerLoop, worker_main
 
@@ -67,57 +80,7 @@ OWN_STARTS = [0]
 __all__ = ["OWN_STARTS", "SubprocWorker", "WorkerLoop", "frame", "read_message", "worker_main", "write_message"]
 
 
-_MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__""")
-
-
-def _script_without_main_guard() -> str | None:
-    """The path of the main script if it has no ``if __name__ == "__main__":`` test, else None (also when the
-    program is not a script: an interactive session, ``python -c``, a notebook)."""
-    path = getattr(sys.modules.get("__main__"), "__file__", None)
-    if not isinstance(path, str) or not path.endswith(".py"):
-        return None
-    try:
-        with open(path, encoding="utf-8") as file:
-            source = file.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None if _MAIN_GUARD.search(source) else path
-
-
-#: Exit status of a process that multiprocessing was starting (spawn, forkserver) when the parent's main script,
-#: which it imports first, tried to start vecenv worker processes: the script has no ``__main__`` guard.
-EXIT_MAIN_REIMPORTED = 86  # uncommon, so that an env exiting with a status of its own is not taken for it
-#: Set to 1 to let such a process fail with multiprocessing's own error and traceback instead.
-DEBUG_ENV_VAR = "VECENV_DEBUG"
-
-
-def _exit_if_importing_main() -> None:
-    """End this process quietly (status :data:`EXIT_MAIN_REIMPORTED`) if it is a process multiprocessing is
-    starting and is importing the parent's main script (its bootstrapping phase), which now tries to start
-    worker processes: a script without ``if __name__ == "__main__":``. Starting would fail with
-    multiprocessing's RuntimeError and a long traceback from every such process; the parent explains instead
-    (:meth:`SubprocWorker._died`). With ``VECENV_DEBUG=1`` multiprocessing's error is left as it is.
-    """
-    if getattr(multiprocessing.current_process(), "_inheriting", False) and os.environ.get(DEBUG_ENV_VAR) != "1":
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
-        os._exit(EXIT_MAIN_REIMPORTED)
-
-
 _POLLIN = select.POLLIN
-
-
-def _describe_exit(exitcode: int | None) -> str:
-    if exitcode is None:
-        return "is unresponsive"
-    if exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = f"signal {-exitcode}"
-        hint = " (most often the out-of-memory killer)" if -exitcode == signal.SIGKILL else ""
-        return f"was killed by {name}{hint}"
-    return f"exited with code {exitcode}"
 
 
 class SubprocWorker(MessageWorker):
@@ -159,7 +122,7 @@ class SubprocWorker(MessageWorker):
         self._stale_replies = 0
 
     def _start_process(self) -> None:
-        _exit_if_importing_main()
+        exit_if_importing_main()
         ctx = self._ctx
         # requests and replies travel through two one-way pipes (waking a process blocked on a pipe is cheaper
         # than on the Unix socket of a duplex Pipe(): docs/performance.md); a socket pair passes the shared
@@ -189,6 +152,9 @@ class SubprocWorker(MessageWorker):
         OWN_STARTS[0] += 1  # (its fork need not retire the observation slots the caller holds)
         try:
             self.process.start()
+        except AssertionError as exc:  # multiprocessing's "daemonic processes are not allowed to have children"
+            note_daemonic_parent(exc)
+            raise
         finally:
             OWN_STARTS[0] -= 1
             if collecting:
@@ -346,14 +312,20 @@ class SubprocWorker(MessageWorker):
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
         self._reply_seen = False
         try:
-            if data is STEP_SHARED_MESSAGE:
-                os.write(self._send_fd, STEP_SHARED_FRAME)
+            if sigpipe_kills():  # (a write to a dead worker's pipe would end the process: see vecenv.workers.pipes)
+                without_sigpipe(lambda: self._write(data))
             else:
-                write_message(self._send_fd, data)
+                self._write(data)
         except (OSError, EOFError) as exc:  # broken pipe or reset: the worker is gone
             raise self._died(doing) from exc
         if self._signals is not None:
             self._count_request()
+
+    def _write(self, data: bytes) -> None:
+        if data is STEP_SHARED_MESSAGE:
+            os.write(self._send_fd, STEP_SHARED_FRAME)
+        else:
+            write_message(self._send_fd, data)
 
     def _count_request(self) -> None:
         """A request is in the pipe: tell a worker that spins for it."""
@@ -435,7 +407,7 @@ class SubprocWorker(MessageWorker):
         later call raises it again (see :meth:`kill`)."""
         self.process.join(timeout=1.0)
         method = self._ctx.get_start_method()
-        script = _script_without_main_guard() if doing == "env construction" and method != "fork" else None
+        script = script_without_main_guard() if doing == "env construction" and method != "fork" else None
         if doing == "env construction" and self.process.exitcode == EXIT_MAIN_REIMPORTED:
             # the worker found itself importing the main script, which tried to start workers again
             main = getattr(sys.modules.get("__main__"), "__file__", None)
@@ -460,8 +432,8 @@ class SubprocWorker(MessageWorker):
         else:
             message = (
                 f"The worker process {self.process.pid} running envs {self.env_indices} "
-                f"{_describe_exit(self.process.exitcode)} during {label(doing)}. If an env crashes the interpreter "
-                "(native code, os._exit), run it under DummyVecEnv to see the error directly."
+                f"{describe_exit(self.process.exitcode, self.process.pid)} during {label(doing)}. If an env "
+                "crashes the interpreter (native code, os._exit), run it under DummyVecEnv to see the error directly."
             )
         self.kill(message)
         return WorkerDiedError(message)
@@ -545,8 +517,12 @@ class SubprocWorker(MessageWorker):
         # late reply; nothing is waited for here, so every worker is asked to close before any is waited for
         self._stale_replies = 0 if self._pending is None or self._unread is not None else 1
         self._pending = None
+        request = bytes([CALL]) + cloudpickle.dumps((Command.CLOSE, None))
         try:
-            self._send_conn.send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.CLOSE, None)))
+            if sigpipe_kills():
+                without_sigpipe(lambda: self._send_conn.send_bytes(request))
+            else:
+                self._send_conn.send_bytes(request)
             self._pending = Command.CLOSE
         except OSError:  # the worker is gone
             pass

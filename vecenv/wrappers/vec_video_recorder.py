@@ -97,7 +97,32 @@ class VideoFile:
         #: ``(height, width)`` of the frames, set by the first frame
         self.frame_shape: tuple[int, int] | None = None
         self._writer: Any = None
+        #: where the path is not UTF-8: the descriptor of its folder, through which OpenCV writes
+        self._folder_fd: int | None = None
         self.closed = False
+
+    def _opencv_path(self) -> str:
+        """The path to give OpenCV. Its C++ API reads paths as UTF-8 and crashes the process on one that is not (a
+        Linux file name may hold any bytes): such a file is written through its open folder (``/proc/self/fd``)."""
+        try:
+            self.path.encode("utf-8")
+            return self.path
+        except UnicodeEncodeError:
+            pass
+        folder, name = os.path.split(self.path)
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"the video file name {name!r} is not UTF-8, which OpenCV cannot write") from None
+        fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY)
+        if not os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.close(fd)
+            raise ValueError(
+                f"the video folder {folder!r} is not UTF-8, which OpenCV cannot write to (and /proc, through which "
+                "vecenv would, is not mounted): record into a folder whose name is UTF-8"
+            )
+        self._folder_fd = fd
+        return f"/proc/self/fd/{fd}/{name}"
 
     def write(self, frame: np.ndarray) -> None:
         """Append one RGB frame.
@@ -111,7 +136,8 @@ class VideoFile:
         bgr = _to_bgr(frame)
         shape = (frame.shape[0], frame.shape[1])
         if self._writer is None:
-            writer = cv2.VideoWriter(self.path, cv2.VideoWriter.fourcc(*FOURCC), float(self.fps), bgr.shape[1::-1])
+            path = self._opencv_path()
+            writer = cv2.VideoWriter(path, cv2.VideoWriter.fourcc(*FOURCC), float(self.fps), bgr.shape[1::-1])
             if not writer.isOpened():
                 raise RuntimeError(
                     f"OpenCV could not open a {FOURCC!r} video writer for {self.path!r} "
@@ -135,6 +161,9 @@ class VideoFile:
             self._writer = None
         elif os.path.exists(self.path) and os.path.getsize(self.path) == 0:
             os.remove(self.path)
+        if self._folder_fd is not None:
+            os.close(self._folder_fd)
+            self._folder_fd = None
 
 
 class VecVideoRecorder(VecEnvWrapper):
