@@ -410,6 +410,30 @@ def test_a_dead_worker_with_sigpipe_at_its_default_action_is_reported():
     ], result.stdout
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_too_few_file_descriptors_for_the_workers_says_what_fits():
+    """Under a low RLIMIT_NOFILE (``ulimit -n``), starting many workers runs out of descriptors: the OSError says
+    how many the limit allows, how many each worker takes, and what to change; nothing is left behind."""
+    import resource
+
+    gc.collect()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    open_now = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_now + 24, hard))
+    try:
+        with pytest.raises(OSError, match="Too many open files") as info:
+            vecenv.SubprocVecEnv([CounterEnv] * 16, n_workers=16, start_method="fork")
+        note = " ".join(getattr(info.value, "__notes__", []))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert f"may have {open_now + 24} file descriptors open (RLIMIT_NOFILE)" in note
+    assert re.search(r"and \d+ of the 16 workers were started\. Use fewer workers \(n_workers=\d+", note), note
+    del info
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == open_now and not mp.active_children()
+
+
 def test_remote_traceback_str():
     """RemoteTraceback keeps the traceback text and prints it."""
     tb = 'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: boom\n'

@@ -522,6 +522,29 @@ def test_shared_block_where_memfd_create_is_refused(monkeypatch, refusal):
     assert dev_shm() == before
 
 
+def test_a_shared_block_that_does_not_fit_in_memory_says_its_size_and_what_needs_less(monkeypatch):
+    """Mapping the block fails for lack of memory (a container's or ``ulimit -v``'s limit): a ``MemoryError`` naming
+    the block's size (as NumPy's for an array too large), with a note on what it holds and what needs less; no
+    descriptor or worker process is left."""
+    import mmap
+
+    from vecenv import shared_memory
+
+    def no_memory(*args: Any) -> Any:
+        raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+
+    monkeypatch.setattr(shared_memory.mmap, "mmap", no_memory)
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(MemoryError, match=r"Unable to allocate \d+\.\d MiB of shared memory") as info:
+        vecenv.SubprocVecEnv(sample_fns("image", 3), n_workers=2, obs_slots=2, start_method="fork")
+    note = " ".join(getattr(info.value, "__notes__", []))
+    assert "3 envs (2 observation buffer(s)" in note and "obs_slots=1 (about" in note and "shared_memory=False" in note
+    monkeypatch.setattr(shared_memory.mmap, "mmap", mmap.mmap)
+    del info  # (its traceback holds the constructor's frames)
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == fds and not mp.active_children()
+
+
 def test_no_shared_block_without_shared_memory():
     """shared_memory=False: workers map no shared block (everything is pickled through the pipes)."""
     venv = vecenv.SubprocVecEnv(sample_fns("box32", 2), shared_memory=False)

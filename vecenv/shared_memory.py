@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from vecenv.errors import add_note
 from vecenv.spaces import create_batch_buffer, is_shareable
 
-__all__ = ["SharedBatch", "SharedFd"]
+__all__ = ["SharedBatch", "SharedFd", "block_error"]
 
 _ALIGN = 64  # one cache line: no two arrays share one
 
@@ -162,12 +163,17 @@ class SharedBatch:
         :return: the batch and the file descriptor to pass to workers (close it once they have it).
         """
         _, size = cls._layout(observation_space, action_space, num_envs, None, rewards_dtype, obs_slots)
-        fd = _anonymous_fd(size)
         try:
-            return cls.attach(observation_space, action_space, num_envs, fd, size, rewards_dtype, obs_slots), fd
-        except BaseException:  # (the mapping failed or was interrupted: the block is nobody's yet)
-            os.close(fd)
-            raise
+            fd = _anonymous_fd(size)
+            try:
+                return cls.attach(observation_space, action_space, num_envs, fd, size, rewards_dtype, obs_slots), fd
+            except BaseException:  # (the mapping failed or was interrupted: the block is nobody's yet)
+                os.close(fd)
+                raise
+        except OSError as exc:
+            _, one_slot = cls._layout(observation_space, action_space, num_envs, None, rewards_dtype, 1)
+            error = block_error(exc, size, num_envs, obs_slots, one_slot)
+            raise error from (None if error is exc else exc)
 
     @classmethod
     def attach(
@@ -186,6 +192,26 @@ class SharedBatch:
         if used != size:
             raise RuntimeError(f"shared batch layout mismatch: {used} bytes laid out, {size} expected")
         return cls(observation_space, action_space, num_envs, size, mapping, **arrays)
+
+
+def block_error(exc: OSError, size: int, num_envs: int, obs_slots: int, one_slot: int | None = None) -> Exception:
+    """The error for a shared block of ``size`` bytes that could not be made or mapped (``exc``): a ``MemoryError``
+    where memory ran out (as NumPy's for an array too large), else ``exc``; with a note naming the size, what the
+    block holds and what needs less (``one_slot``: its size with one observation buffer)."""
+    mib = size / 2**20
+    smaller = f" (about {one_slot / 2**20:.1f} MiB)" if one_slot is not None and one_slot < size else ""
+    note = (
+        f"vecenv: the shared block of {mib:.1f} MiB for the batches of {num_envs} envs ({obs_slots} observation "
+        f"buffer(s), the ended episodes' last observations, actions, rewards and flags) could not be "
+        f"{'mapped' if one_slot is None else 'made'}. Needing less: obs_slots=1{smaller}, fewer envs or smaller "
+        "observations, or shared_memory=False (everything pickled through the pipes); or raise the process's "
+        "memory limit (ulimit -v, the container's)."
+    )
+    error: Exception = exc
+    if exc.errno == errno.ENOMEM:
+        error = MemoryError(f"Unable to allocate {mib:.1f} MiB of shared memory: {exc.strerror}")
+    add_note(error, note)
+    return error
 
 
 class SharedFd:

@@ -298,7 +298,7 @@ class StepStats:
         remote_steps = sum(worker.env_steps for worker in remote)
         if remote and remote_steps:
             for worker in remote:
-                off_cpu = _off_cpu_advice(worker)
+                off_cpu = _off_cpu_advice(worker, len(remote))
                 if off_cpu is not None:
                     return off_cpu
             idle = sum(worker.idle_seconds for worker in remote) / sum(worker.wall_seconds for worker in remote)
@@ -334,11 +334,12 @@ class StepStats:
         return None
 
 
-def _off_cpu_advice(worker: WorkerStats) -> str | None:
-    """The advice for a worker process that was off the CPU for a third or more of the time it had work (and for
-    more than 10 % of its wall time), or None: the machine is short of free cores if the worker spent most of
-    that time waiting for a core (in the run queue), its envs block (a sleep, I/O, an external simulator) if it
-    did not; both possibilities where the run queue is unknown."""
+def _off_cpu_advice(worker: WorkerStats, n_workers: int) -> str | None:
+    """The advice for a worker process (one of ``n_workers``) that was off the CPU for a third or more of the time
+    it had work (and for more than 10 % of its wall time), or None: the machine is short of free cores if the
+    worker spent most of that time waiting for a core (in the run queue; with one worker, fewer workers cannot
+    help), its envs block (a sleep, I/O, an external simulator) if it did not; both possibilities where the run
+    queue is unknown."""
     working, cpu = worker.env_seconds + worker.data_seconds, worker.cpu_seconds or 0.0
     off_cpu = working - cpu
     if working <= 1.5 * cpu or off_cpu <= 0.1 * worker.wall_seconds:
@@ -352,6 +353,11 @@ def _off_cpu_advice(worker: WorkerStats) -> str | None:
             "(other processes, or more workers than cores; try fewer workers)"
         )
     if queued >= 0.5 * off_cpu:
+        if n_workers == 1:
+            return (
+                f"{had}: the machine is short of free cores (other processes, or the worker and this process share "
+                "one core); DummyVecEnv steps the envs without handing each step to another process"
+            )
         return (
             f"{had}: the machine is short of free cores (other processes, or more workers than cores); try fewer "
             "workers"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import multiprocessing as mp
 import os
+import resource
 from collections.abc import Callable
 from operator import methodcaller
 from typing import Any
@@ -28,6 +30,7 @@ from vecenv.engine.checks import (
 from vecenv.engine.obs_slots import default_obs_slots
 from vecenv.engine.replies import call_all
 from vecenv.env_group import check_same_spaces
+from vecenv.errors import add_note
 from vecenv.interrupts import GUARD
 from vecenv.shared_memory import SharedBatch, SharedFd
 from vecenv.spaces import (
@@ -259,11 +262,33 @@ def _start_subprocs(
     subprocs: list[SubprocWorker] = []
     for group in split_groups(len(env_fns) - parent_envs, n_workers):
         indices = [parent_envs + i for i in group]
-        subproc = SubprocWorker(ctx, [env_fns[i] for i in indices], indices, mode)
+        try:
+            subproc = SubprocWorker(ctx, [env_fns[i] for i in indices], indices, mode)
+        except OSError as exc:
+            if exc.errno == errno.EMFILE:
+                _note_descriptor_limit(exc, len(subprocs), n_workers)
+            raise
         subproc.step_timeout, subproc.reset_timeout = step_timeout, reset_timeout
         subprocs.append(subproc)
         workers.append(subproc)
     return subprocs
+
+
+#: file descriptors of this process that a worker process takes while it starts: its request and reply pipes, the
+#: socket that hands it the shared block, and multiprocessing's sentinel and start pipe
+DESCRIPTORS_PER_WORKER = 5
+
+
+def _note_descriptor_limit(exc: OSError, started: int, n_workers: int) -> None:
+    """``exc`` (EMFILE) was raised starting worker ``started`` of ``n_workers``: say what the limit allows."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    add_note(
+        exc,
+        f"vecenv: this process may have {soft} file descriptors open (RLIMIT_NOFILE); each worker process takes "
+        f"about {DESCRIPTORS_PER_WORKER} while it starts, and {started} of the {n_workers} workers were started. "
+        f"Use fewer workers (n_workers={max(1, started - 1)}: each steps several envs), or raise the limit "
+        "(ulimit -n; resource.setrlimit(resource.RLIMIT_NOFILE, ...)).",
+    )
 
 
 def _spaces_of(

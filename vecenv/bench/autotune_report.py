@@ -200,7 +200,7 @@ class AutotuneResult:
     def machine_line(self) -> str:
         """The machine in one line: usable cores, CPU model, load average."""
         load = load_1m()
-        return f"machine: {self.cores} usable cores (of {os.cpu_count()}), {cpu_model() or 'unknown CPU model'}" + (
+        return f"machine: {self.cores} usable core{'' if self.cores == 1 else 's'} (of {os.cpu_count()}), {cpu_model() or 'unknown CPU model'}" + (
             f", load average {load:.2f}" if load is not None else ""
         )
 

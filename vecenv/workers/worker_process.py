@@ -19,7 +19,7 @@ from gymnasium.vector import AutoresetMode
 from vecenv.actions import split_actions
 from vecenv.base import EnvFactories
 from vecenv.protocol import Command
-from vecenv.shared_memory import SharedBatch
+from vecenv.shared_memory import SharedBatch, block_error
 from vecenv.spaces import batch_copy, batch_slice
 from vecenv.workers.group_server import GroupServer, build_group
 from vecenv.workers.pipes import read_message, write_message
@@ -99,6 +99,9 @@ class WorkerLoop(GroupServer):
             self.shared = shared = SharedBatch.attach(
                 group.observation_space, group.action_space, num_envs, fd, size, rewards_dtype, obs_slots
             )
+        except OSError as exc:
+            error = block_error(exc, size, num_envs, obs_slots)
+            raise error from (None if error is exc else exc)
         finally:
             os.close(fd)
         group.rewards = shared.rewards[start:stop]
