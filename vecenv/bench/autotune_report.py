@@ -200,7 +200,8 @@ class AutotuneResult:
     def machine_line(self) -> str:
         """The machine in one line: usable cores, CPU model, load average."""
         load = load_1m()
-        return f"machine: {self.cores} usable core{'' if self.cores == 1 else 's'} (of {os.cpu_count()}), {cpu_model() or 'unknown CPU model'}" + (
+        cores = f"{self.cores} usable core{'' if self.cores == 1 else 's'} (of {os.cpu_count()})"
+        return f"machine: {cores}, {cpu_model() or 'unknown CPU model'}" + (
             f", load average {load:.2f}" if load is not None else ""
         )
 
