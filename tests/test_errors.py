@@ -384,6 +384,20 @@ if __name__ == "__main__":
         venv.close()
         # (a second close, and one more step, write nothing into the dead worker's pipe either)
         venv.close()
+    from multiprocessing import reduction
+    import vecenv.workers.subproc as subproc
+    real = reduction.send_handle
+
+    def dying_first(conn, handle, pid):  # (the worker ends as it is handed the shared block)
+        os.kill(pid, signal.SIGKILL)
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        return real(conn, handle, pid)
+
+    subproc.reduction.send_handle = dying_first
+    try:
+        vecenv.SubprocVecEnv(fns, start_method="fork")
+    except vecenv.WorkerDiedError as exc:
+        print("setup WorkerDiedError", "SIGKILL" in str(exc), flush=True)
     print("END", flush=True)
 """
 
@@ -403,9 +417,10 @@ def test_a_dead_worker_with_sigpipe_at_its_default_action_is_reported():
         check=False,
     )
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
-    assert result.stdout.split("\n")[:3] == [
+    assert result.stdout.split("\n")[:4] == [
         "SubprocVecEnv WorkerDiedError True",
         "AsyncVectorEnv WorkerDiedError True",
+        "setup WorkerDiedError True",
         "END",
     ], result.stdout
 
@@ -431,7 +446,8 @@ def test_too_few_file_descriptors_for_the_workers_says_what_fits():
     assert re.search(r"and \d+ of the 16 workers were started\. Use fewer workers \(n_workers=\d+", note), note
     del info
     gc.collect()
-    assert len(os.listdir("/proc/self/fd")) == open_now and not mp.active_children()
+    # (CPython's own fork launcher leaks its first pipe pair where its second os.pipe() is the one refused)
+    assert len(os.listdir("/proc/self/fd")) <= open_now + 2 and not mp.active_children()
 
 
 def test_remote_traceback_str():

@@ -438,7 +438,7 @@ def test_seed_returns_the_seeds_and_validates() -> None:
         ours.seed([1, 2])
     with pytest.raises(ValueError, match="expected 3, got 1"):
         ours.set_options([{"start": 1}])
-    for seeds in ([1.5, 2.7, 3], "123"):  # (as reset(seed=...) refuses them: a float would be truncated)
+    for seeds in ([1.5, 2.7, 3], "123", b"123", 1.5):  # (as reset(seed=...) refuses them: a float is truncated)
         with pytest.raises(gym.error.Error, match="Seed must be a python integer"):
             ours.seed(seeds)
     assert ours.seed([1, None, 3]) == [1, None, 3]  # (a refused call changed nothing)

@@ -723,3 +723,55 @@ def test_a_child_forked_by_an_env_during_a_step_gets_its_ctrl_c(built: list[Any]
             os._exit(code)
     _, status = os.waitpid(ForkingEnv.child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+class _InterruptedCopy:
+    """An info value whose ``__deepcopy__`` (the program's code, which ``copy.deepcopy`` calls) gets a Ctrl-C."""
+
+    copied_after_it = False
+
+    def __deepcopy__(self, memo: dict) -> _InterruptedCopy:
+        signal.raise_signal(signal.SIGINT)
+        _InterruptedCopy.copied_after_it = True
+        return _InterruptedCopy()
+
+
+@pytest.mark.timeout(60)
+def test_sigint_in_a_programs_deepcopy_of_an_info_is_raised_at_once(built: list[Any]) -> None:
+    """vecenv's deep copy of an info calls the program's own ``__deepcopy__``: a Ctrl-C there is raised at once, as
+    in any code of the program's (one that blocks could never be interrupted otherwise)."""
+
+    class InfoEnv(TrackEnv):
+        def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+            obs, reward, terminated, truncated, _ = super().step(action)
+            return obs, reward, terminated, truncated, {"value": _InterruptedCopy()}
+
+    venv = vecenv.DummyVecEnv([lambda: InfoEnv(0)])
+    built.append(venv)
+    venv.reset()
+    with pytest.raises(KeyboardInterrupt):
+        venv.step(np.zeros(1, dtype=np.int64))
+    assert not _InterruptedCopy.copied_after_it
+
+
+@pytest.mark.timeout(60)
+def test_to_gymnasium_over_a_subclass_with_its_own_step_interrupts_it_at_once(built: list[Any]) -> None:
+    """``to_gymnasium`` over a vector env whose ``step`` is the program's (a subclass): a Ctrl-C in that code is raised
+    at once, as when the program calls that ``step`` itself."""
+    from vecenv.adapters import to_gymnasium
+
+    class OwnStep(vecenv.DummyVecEnv):
+        finished = False
+
+        def step(self, actions: Any) -> Any:
+            signal.raise_signal(signal.SIGINT)
+            self.finished = True
+            return super().step(actions)
+
+    venv = OwnStep(track_fns(1))
+    built.append(venv)
+    genv = to_gymnasium(venv)
+    genv.reset()
+    with pytest.raises(KeyboardInterrupt):
+        genv.step(np.zeros(1, dtype=np.int64))
+    assert not venv.finished

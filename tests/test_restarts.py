@@ -127,6 +127,34 @@ def test_a_restart_warning_raised_as_an_error_loses_nothing():
 
 
 @pytest.mark.timeout(60)
+def test_a_restart_warning_raised_as_an_error_by_recv_loses_no_env():
+    """Partial batches where warnings are errors: ``recv()`` restarts a worker that died while its env stepped and
+    raises the restart's warning; a later ``recv()`` returns that env's restart report, so a send / recv loop
+    keeps every env."""
+    fns = [functools.partial(FaultEnv, offset=0), functools.partial(FaultEnv, fail_in="exit", after=2, offset=1)]
+    venv = vecenv.SubprocVecEnv(fns, n_workers=2, max_restarts=3, batch_size=1)
+    try:
+        venv.reset()
+        restarted = warned = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            venv.send(np.zeros(2, dtype=np.int64), [0, 1])
+            for _ in range(200):  # env 1's worker exits in its second step
+                if restarted:
+                    break
+                try:
+                    _, _, _, infos, env_ids = venv.recv()
+                except RuntimeWarning:
+                    warned += 1
+                    continue
+                restarted += sum(bool(info.get("vecenv.restarted")) for info in infos)
+                venv.send(np.zeros(len(env_ids), dtype=np.int64), env_ids.tolist())
+        assert (warned, restarted, venv.restarts) == (1, 1, 1)
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
 def test_restart_after_timeout_and_at_reset():
     fns = [functools.partial(FaultEnv, fail_in="hang", after=2, offset=i) for i in range(2)]
     venv = vecenv.SubprocVecEnv(fns, n_workers=2, step_timeout=1.0, max_restarts=3)

@@ -545,6 +545,24 @@ def test_a_shared_block_that_does_not_fit_in_memory_says_its_size_and_what_needs
     assert len(os.listdir("/proc/self/fd")) == fds and not mp.active_children()
 
 
+def test_a_file_block_larger_than_its_file_system_is_refused_at_construction(monkeypatch):
+    """Where ``memfd_create`` is refused, the block is a file in /dev/shm, whose space (Docker's 64 MiB) may be
+    smaller than the block: its space is reserved at construction, so that it fails there (``MemoryError`` naming
+    the size), not later with SIGBUS in whichever process first writes past it."""
+
+    def refused(*args: Any) -> int:
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "memfd_create", refused)
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(MemoryError, match=r"Unable to allocate \d+\.\d MiB of shared memory: No space left") as info:
+        vecenv.SubprocVecEnv(sample_fns("image", 3), n_workers=2, start_method="fork")
+    assert "/dev/shm" in " ".join(getattr(info.value, "__notes__", []))
+
+
 def test_no_shared_block_without_shared_memory():
     """shared_memory=False: workers map no shared block (everything is pickled through the pipes)."""
     venv = vecenv.SubprocVecEnv(sample_fns("box32", 2), shared_memory=False)

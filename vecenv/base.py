@@ -59,6 +59,16 @@ def _halves_are_vecenvs(venv: Any) -> bool:
 _NO_ATTRIBUTES: dict[str, Any] = {}
 
 
+def _step_is_vecenvs(venv: Any) -> bool:
+    """Whether ``venv.step()`` is vecenv's own (not overridden by a subclass or set on the instance) and runs only
+    vecenv's code around its waits (:func:`_halves_are_vecenvs`): what a caller may run inside its own section."""
+    return (
+        "step" not in getattr(venv, "__dict__", _NO_ATTRIBUTES)
+        and is_vecenvs(getattr(type(venv), "step", None))
+        and _halves_are_vecenvs(venv)
+    )
+
+
 def checked_seed(seed: Any) -> int | None:
     """One env's seed: None, or an integer (Python's or NumPy's) as a Python ``int``.
 

@@ -287,7 +287,7 @@ os.register_at_fork(after_in_child=GUARD.after_fork)
 ENVS_WAIT_OWNERS: set[CodeType] = set()
 _VECENV_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: the files of the standard library's code that vecenv's bookkeeping calls between the envs' calls (the deep
-#: copies of infos and terminal observations): part of that bookkeeping, whatever they call in turn
+#: copies of infos and terminal observations); what they call in turn (a ``__deepcopy__`` of the program's) is not
 _BOOKKEEPING_HELPERS = frozenset({copy.deepcopy.__code__.co_filename, copyreg.constructor.__code__.co_filename})
 
 
@@ -312,21 +312,18 @@ _VECENVS_FUNCTIONS: set[Any] = set()
 
 def in_bookkeeping_between_envs(frame: FrameType | None) -> bool:
     """Whether an interrupt that landed in ``frame``, during a wait of :meth:`InterruptGuard.envs_begin`, landed
-    in vecenv's own bookkeeping between the envs' calls: from ``frame`` up to the wait's owner
-    (:data:`ENVS_WAIT_OWNERS`), every call that vecenv's code made to code that is not vecenv's is to one of
-    the standard library's helpers it uses (``copy.deepcopy``). In an env's code (or code it calls) it is raised
-    at once."""
-    foreign: CodeType | None = None  # the outermost frame so far that is not vecenv's
+    in vecenv's own bookkeeping between the envs' calls: every frame from ``frame`` up to the wait's owner
+    (:data:`ENVS_WAIT_OWNERS`) is vecenv's or one of the standard library's helpers it calls (``copy.deepcopy``).
+    In an env's code, or any other code of the program (a ``__deepcopy__`` that ``copy.deepcopy`` calls), it is
+    raised at once."""
     while frame is not None:
         code = frame.f_code
-        if code.co_filename.startswith(_VECENV_DIR):
-            if foreign is not None and foreign.co_filename not in _BOOKKEEPING_HELPERS:
-                return False  # vecenv's code called an env (or the env's own code, further up)
+        filename = code.co_filename
+        if filename.startswith(_VECENV_DIR):
             if code in ENVS_WAIT_OWNERS:
                 return True
-            foreign = None
-        else:
-            foreign = code
+        elif filename not in _BOOKKEEPING_HELPERS:
+            return False
         frame = frame.f_back
     return False
 

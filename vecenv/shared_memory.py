@@ -64,12 +64,15 @@ def _anonymous_fd(size: int) -> int:
         except OSError as exc:
             if exc.errno not in (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EINVAL):
                 raise
-    if fd < 0:
+    in_file = fd < 0
+    if in_file:
         fd, path = tempfile.mkstemp(prefix="vecenv-batch-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         os.unlink(path)
     try:
         os.ftruncate(fd, max(size, 1))
-    except BaseException:  # (ENOMEM, a Ctrl-C: the block is nobody's yet)
+        if in_file and hasattr(os, "posix_fallocate"):  # (a file system that is full fails here, not later with
+            os.posix_fallocate(fd, 0, max(size, 1))  # SIGBUS in whichever process first writes past its space)
+    except BaseException:  # (ENOMEM, ENOSPC, a Ctrl-C: the block is nobody's yet)
         os.close(fd)
         raise
     return fd
@@ -171,9 +174,10 @@ class SharedBatch:
                 os.close(fd)
                 raise
         except OSError as exc:
+            if exc.errno not in _NO_ROOM:
+                raise
             _, one_slot = cls._layout(observation_space, action_space, num_envs, None, rewards_dtype, 1)
-            error = block_error(exc, size, num_envs, obs_slots, one_slot)
-            raise error from (None if error is exc else exc)
+            raise block_error(exc, size, num_envs, obs_slots, one_slot) from exc
 
     @classmethod
     def attach(
@@ -194,10 +198,14 @@ class SharedBatch:
         return cls(observation_space, action_space, num_envs, size, mapping, **arrays)
 
 
-def block_error(exc: OSError, size: int, num_envs: int, obs_slots: int, one_slot: int | None = None) -> Exception:
-    """The error for a shared block of ``size`` bytes that could not be made or mapped (``exc``): a ``MemoryError``
-    where memory ran out (as NumPy's for an array too large), else ``exc``; with a note naming the size, what the
-    block holds and what needs less (``one_slot``: its size with one observation buffer)."""
+#: the errors of a block that does not fit: out of memory, or of space in the file system holding it
+_NO_ROOM = (errno.ENOMEM, errno.ENOSPC)
+
+
+def block_error(exc: OSError, size: int, num_envs: int, obs_slots: int, one_slot: int | None = None) -> MemoryError:
+    """The error for a shared block of ``size`` bytes that did not fit (``exc``: ENOMEM or ENOSPC): a ``MemoryError``
+    naming its size (as NumPy's for an array too large), with a note on what the block holds and what needs less
+    (``one_slot``: its size with one observation buffer)."""
     mib = size / 2**20
     smaller = f" (about {one_slot / 2**20:.1f} MiB)" if one_slot is not None and one_slot < size else ""
     note = (
@@ -205,11 +213,9 @@ def block_error(exc: OSError, size: int, num_envs: int, obs_slots: int, one_slot
         f"buffer(s), the ended episodes' last observations, actions, rewards and flags) could not be "
         f"{'mapped' if one_slot is None else 'made'}. Needing less: obs_slots=1{smaller}, fewer envs or smaller "
         "observations, or shared_memory=False (everything pickled through the pipes); or raise the process's "
-        "memory limit (ulimit -v, the container's)."
+        "memory limit (ulimit -v, the container's, or the size of /dev/shm where memfd_create is refused)."
     )
-    error: Exception = exc
-    if exc.errno == errno.ENOMEM:
-        error = MemoryError(f"Unable to allocate {mib:.1f} MiB of shared memory: {exc.strerror}")
+    error = MemoryError(f"Unable to allocate {mib:.1f} MiB of shared memory: {exc.strerror}")
     add_note(error, note)
     return error
 

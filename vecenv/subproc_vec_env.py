@@ -282,12 +282,15 @@ DESCRIPTORS_PER_WORKER = 5
 def _note_descriptor_limit(exc: OSError, started: int, n_workers: int) -> None:
     """``exc`` (EMFILE) was raised starting worker ``started`` of ``n_workers``: say what the limit allows."""
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if started > 1:
+        change = f"Use fewer workers (n_workers={started - 1}: each steps several envs), or raise the limit"
+    else:
+        change = "Raise the limit"
     add_note(
         exc,
         f"vecenv: this process may have {soft} file descriptors open (RLIMIT_NOFILE); each worker process takes "
         f"about {DESCRIPTORS_PER_WORKER} while it starts, and {started} of the {n_workers} workers were started. "
-        f"Use fewer workers (n_workers={max(1, started - 1)}: each steps several envs), or raise the limit "
-        "(ulimit -n; resource.setrlimit(resource.RLIMIT_NOFILE, ...)).",
+        f"{change} (ulimit -n; resource.setrlimit(resource.RLIMIT_NOFILE, ...)).",
     )
 
 

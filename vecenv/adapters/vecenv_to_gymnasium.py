@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from vecenv.base import VecEnv, _halves_are_vecenvs, check_open, is_int
+from vecenv.base import VecEnv, _step_is_vecenvs, check_open, is_int
 from vecenv.gymnasium.conversions import (
     attribute_values_for_call,
     vecenv_batch_to_gymnasium,
@@ -154,7 +154,7 @@ class VecEnvToGymnasium(VectorEnv):
         :raises ClosedVecEnvError: after :meth:`close`.
         """
         check_open(self, "step")
-        if not _halves_are_vecenvs(self.venv):  # (a caller's step halves: stepped as SB3's, see VecEnv.step)
+        if not _step_is_vecenvs(self.venv):  # (a step or step halves of the caller's: as SB3's, see VecEnv.step)
             return self._step(actions)
         counted = GUARD.enter()  # (one Ctrl-C section with the conversion: its interrupt is raised by the next call)
         try:

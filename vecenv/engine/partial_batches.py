@@ -50,6 +50,7 @@ class PartialBatches(Recovery):
         self._push_replacements()
         self._forget_results()
         self._prepare_obs_write(keep_rows=False)
+        restarted: list[tuple[int, BaseException]] = []  # (warned last: a warning may be an error)
         try:
             for w, (worker, (start, stop)) in enumerate(zip(self._workers, self._env_ranges, strict=True)):
                 payload = (self._seeds[start:stop], self._options[start:stop], None, self.gymnasium_resets)
@@ -58,13 +59,18 @@ class PartialBatches(Recovery):
                 except WorkerDiedError as exc:
                     if not self._may_restart():
                         raise
-                    self._reset_by_restart(w, exc, payload)
+                    self._reset_by_restart(w, exc, payload, warn=False)
                     self._ready.update((i, self.reset_infos[i]) for i in range(start, stop))
+                    restarted.append((w, exc))
                     continue
                 self._in_flight[w] = (Command.RESET, list(range(start, stop)), payload)
+        except BaseException:
+            self._warn_restarts(restarted, raising=True)
+            raise
         finally:
             self._state = AsyncState.PARTIAL if self._in_flight or self._ready else AsyncState.IDLE
             self.clear_staged()
+        self._warn_restarts(restarted, raising=False)
 
     @guarded(raise_at_end=False)
     def send(self, actions: Any, env_ids: VecEnvIndices) -> None:
@@ -135,26 +141,34 @@ class PartialBatches(Recovery):
         if self._seeds_or_options_staged:
             self._push_staged_to(list(by_worker))
         held, ready = self._held, self._ready
-        for w, group_actions, locals_ in requests:
-            start = self._env_ranges[w][0]
-            for local in locals_:  # results held from a step that raised are returned instead of stepping
-                if start + local in held:
-                    ready[start + local] = held.pop(start + local)
-            to_step = [local for local in locals_ if start + local not in ready]
-            if not to_step:
-                continue
-            try:
-                self._workers[w].send(Command.STEP, (group_actions, to_step))
-            except WorkerDiedError as exc:
-                if not self._may_restart():
-                    raise
-                self._restart_and_hold(w, exc)
-                for local in to_step:
-                    ready[start + local] = held.pop(start + local)
-                continue
-            self._in_flight[w] = (Command.STEP, [start + local for local in to_step], None)
-        if self._in_flight or ready:
-            self._state = AsyncState.PARTIAL
+        restarted: list[tuple[int, BaseException]] = []  # (warned last: a warning may be an error)
+        try:
+            for w, group_actions, locals_ in requests:
+                start = self._env_ranges[w][0]
+                for local in locals_:  # results held from a step that raised are returned instead of stepping
+                    if start + local in held:
+                        ready[start + local] = held.pop(start + local)
+                to_step = [local for local in locals_ if start + local not in ready]
+                if not to_step:
+                    continue
+                try:
+                    self._workers[w].send(Command.STEP, (group_actions, to_step))
+                except WorkerDiedError as exc:
+                    if not self._may_restart():
+                        raise
+                    self._restart_and_hold(w, exc, warn=False)
+                    for local in to_step:
+                        ready[start + local] = held.pop(start + local)
+                    restarted.append((w, exc))
+                    continue
+                self._in_flight[w] = (Command.STEP, [start + local for local in to_step], None)
+        except BaseException:
+            self._warn_restarts(restarted, raising=True)
+            raise
+        finally:
+            if self._in_flight or ready:  # (also when a later worker's send raised: these must be collected)
+                self._state = AsyncState.PARTIAL
+        self._warn_restarts(restarted, raising=False)
 
     @guarded(raise_at_end=False)
     def recv(self) -> tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
@@ -195,11 +209,12 @@ class PartialBatches(Recovery):
             except BaseException as error:
                 if self._restartable(w, error):
                     if command is Command.RESET:
-                        self._reset_by_restart(w, error, payload)
+                        self._reset_by_restart(w, error, payload, warn=False)
                         ready.update((i, self.reset_infos[i]) for i in ids)
                     else:
-                        self._restart_and_hold(w, error)
+                        self._restart_and_hold(w, error, warn=False)
                         ready.update((i, held.pop(i)) for i in ids)
+                    self._warn_restarted(w, error)  # (the restart's report is ready: a later recv returns it)
                     continue
                 self._hold_partial(w)
                 ready.update((i, held.pop(i)) for i in ids if i in held)

@@ -181,14 +181,30 @@ class Recovery(EngineCore):
         cause: BaseException,
         seeds: Sequence[int | None] | None = None,
         options: Sequence[dict[str, Any] | None] | None = None,
+        warn: bool = True,
     ) -> None:
-        """Restart worker ``w`` outside a step: its envs hold the restart report, returned by their next step."""
+        """Restart worker ``w`` outside a step: its envs hold the restart report, returned by their next step.
+
+        :param warn: issue the restart's warning here; False: the caller does, once its own bookkeeping is done
+            (:meth:`_warn_restarted`: the warning may be an error).
+        """
         infos, reset_infos = self._restart(w, cause, seeds, options)
         start, stop = self._env_ranges[w]
         self.reset_infos[start:stop] = reset_infos
         for j, info in enumerate(infos):
             self._held[start + j] = info
-        self._warn_restarted(w, cause)
+        if warn:
+            self._warn_restarted(w, cause)
+
+    def _warn_restarts(self, restarted: list[tuple[int, BaseException]], raising: bool) -> None:
+        """The warnings of the ``(worker, cause)`` restarts a call made, at its end; where the call is ``raising``
+        an error of its own, a warning turned into an error (``-W error``) does not replace it."""
+        for w, cause in restarted:
+            if raising:
+                with contextlib.suppress(Warning):
+                    self._warn_restarted(w, cause, stacklevel=5)
+            else:
+                self._warn_restarted(w, cause, stacklevel=5)
 
     def _warn_restarted(self, w: int, cause: BaseException, stacklevel: int = 3) -> None:
         """The ``RuntimeWarning`` of worker ``w``'s restart after ``cause`` (once its result is kept, or as the
@@ -200,15 +216,19 @@ class Recovery(EngineCore):
             stacklevel=stacklevel,
         )
 
-    def _reset_by_restart(self, w: int, cause: BaseException, payload: tuple[Any, Any, list[int] | None, bool]) -> None:
+    def _reset_by_restart(
+        self, w: int, cause: BaseException, payload: tuple[Any, Any, list[int] | None, bool], warn: bool = True
+    ) -> None:
         """A RESET ``payload`` ``(seeds, options, local ids, gymnasium_resets)`` met a dead worker: its restart,
         with those seeds / options, is the reset; envs of the worker outside ``local ids`` report the restart at
-        their next step."""
+        their next step. ``warn``: as for :meth:`_restart_and_hold`."""
         seeds, options, local_ids, _ = payload
-        self._restart_and_hold(w, cause, seeds, options)
+        self._restart_and_hold(w, cause, seeds, options, warn=False)
         start, stop = self._env_ranges[w]
         for j in range(stop - start) if local_ids is None else local_ids:
             self._held.pop(start + j, None)
+        if warn:
+            self._warn_restarted(w, cause)
             self._rewards[start + j] = 0.0
             self._dones[start + j] = self._terminations[start + j] = self._truncations[start + j] = False
 

@@ -251,9 +251,9 @@ class VecenvVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, 
         if isinstance(seed, (int, np.integer)):
             seeds: list[int | None] = [int(seed) + i for i in range(n)]
         else:
-            if isinstance(seed, str):  # (a string is a sequence: of characters, not seeds)
-                raise gym.error.Error(f"Seed must be a python integer, actual type: {type(seed)}")
-            seeds = [checked_seed(s) for s in seed]  # (Gymnasium's error for a seed that is not an integer)
+            if isinstance(seed, (str, bytes)) or not isinstance(seed, Iterable):  # (not a list of seeds)
+                checked_seed(seed)  # (raises Gymnasium's error for a seed that is not an integer)
+            seeds = [checked_seed(s) for s in seed]
             if len(seeds) != n:
                 raise ValueError(f"seed([...]) must give one seed (or None) per env: expected {n}, got {len(seeds)}")
         venv = self._venv

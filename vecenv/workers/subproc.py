@@ -216,7 +216,10 @@ class SubprocWorker(MessageWorker):
         arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str, spin, slots)
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
         try:
-            reduction.send_handle(self._fd_conn, fd.fd, self.process.pid)
+            if sigpipe_kills():  # (see _send_bytes)
+                without_sigpipe(lambda: reduction.send_handle(self._fd_conn, fd.fd, self.process.pid))
+            else:
+                reduction.send_handle(self._fd_conn, fd.fd, self.process.pid)
         except OSError as exc:
             raise self._died("setup") from exc
         finally:

@@ -4,6 +4,7 @@ the group's rows of the shared batch in place; a daemon thread ends the process 
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import signal
@@ -100,8 +101,9 @@ class WorkerLoop(GroupServer):
                 group.observation_space, group.action_space, num_envs, fd, size, rewards_dtype, obs_slots
             )
         except OSError as exc:
-            error = block_error(exc, size, num_envs, obs_slots)
-            raise error from (None if error is exc else exc)
+            if exc.errno not in (errno.ENOMEM, errno.ENOSPC):
+                raise
+            raise block_error(exc, size, num_envs, obs_slots) from exc
         finally:
             os.close(fd)
         group.rewards = shared.rewards[start:stop]
