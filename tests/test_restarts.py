@@ -155,6 +155,32 @@ def test_a_restart_warning_raised_as_an_error_by_recv_loses_no_env():
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["reset", "async_reset"])
+def test_a_reset_that_meets_a_dead_worker_returns_first_observations(how):
+    """A reset (or ``async_reset``) whose request meets a dead worker: the restart is that reset; the envs of the
+    restarted worker come back like the others, with first observations, rewards 0 and dones False, and the
+    next step steps them from there."""
+    venv = vecenv.SubprocVecEnv(counter_fns(2), n_workers=2, max_restarts=1)
+    try:
+        venv.reset()
+        venv.step(np.zeros(2, dtype=np.int64))
+        _kill_all(venv, [1])
+        with pytest.warns(RuntimeWarning, match=r"restarting the worker of envs \[1\]"):
+            if how == "reset":
+                obs = venv.reset()
+            else:
+                venv.async_reset()
+                obs, rewards, dones, _, env_ids = venv.recv()
+                assert env_ids.tolist() == [0, 1]
+                assert rewards.tolist() == [0.0, 0.0] and dones.tolist() == [False, False]
+        assert obs[:, 1:3].tolist() == [[1, 0], [0, 0]]  # env 0's second episode; env 1's first, in a new process
+        obs, _, dones, _ = venv.step(np.zeros(2, dtype=np.int64))
+        assert obs[:, 1:3].tolist() == [[1, 1], [0, 1]] and not dones.any()
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
 def test_restart_after_timeout_and_at_reset():
     fns = [functools.partial(FaultEnv, fail_in="hang", after=2, offset=i) for i in range(2)]
     venv = vecenv.SubprocVecEnv(fns, n_workers=2, step_timeout=1.0, max_restarts=3)

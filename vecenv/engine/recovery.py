@@ -227,10 +227,10 @@ class Recovery(EngineCore):
         start, stop = self._env_ranges[w]
         for j in range(stop - start) if local_ids is None else local_ids:
             self._held.pop(start + j, None)
-        if warn:
-            self._warn_restarted(w, cause)
             self._rewards[start + j] = 0.0
             self._dones[start + j] = self._terminations[start + j] = self._truncations[start + j] = False
+        if warn:
+            self._warn_restarted(w, cause)
 
     def _send_to(self, w: int, command: Command, payload: Any) -> None:
         """Send ``command`` to worker ``w``; a dead worker is restarted (budget allowing) and sent it again."""
