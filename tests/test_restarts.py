@@ -10,6 +10,7 @@ import contextlib
 import functools
 import os
 import signal
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -78,6 +79,31 @@ def test_restart_after_death_reports_a_truncated_episode(how):
         os.kill(venv.processes[1].pid, signal.SIGKILL)
         with pytest.raises(WorkerDiedError, match=r"envs \[2, 3\] was killed by SIGKILL"):
             venv.step(np.zeros(4, dtype=np.int64))
+    finally:
+        venv.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("call", ["step", "get_attr", "send-recv"])
+def test_the_restart_warning_names_the_programs_line(call):
+    """The restart's RuntimeWarning is attributed to the program's line that made the call (its file and line in
+    the warning), however deep in vecenv the restart happened."""
+    venv = vecenv.SubprocVecEnv(counter_fns(2), n_workers=2, max_restarts=1, start_method="fork")
+    try:
+        venv.reset()
+        _kill_all(venv, [1])
+        with pytest.warns(RuntimeWarning, match="restarting the worker") as caught:
+            if call == "step":
+                line = sys._getframe().f_lineno + 1
+                venv.step(np.zeros(2, dtype=np.int64))
+            elif call == "get_attr":
+                line = sys._getframe().f_lineno + 1
+                venv.get_attr("offset")
+            else:
+                venv.send(np.zeros(1, dtype=np.int64), [0])
+                line = sys._getframe().f_lineno + 1
+                venv.send(np.zeros(1, dtype=np.int64), [1])
+        assert [(w.filename, w.lineno) for w in caught.list] == [(__file__, line)]
     finally:
         venv.close()
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import io
 import linecache
 import marshal
+import os
 import pickle
 import re
+import sys
 import types
 from collections import ChainMap
 from collections.abc import Callable, Sequence
@@ -278,6 +280,20 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return "\n" + self.tb
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def program_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function name the program's line: the
+    first frame up the stack whose code is not vecenv's (however deep in vecenv the warning is issued)."""
+    frame: types.FrameType | None = sys._getframe(1)  # (the frame that calls warnings.warn: its stacklevel 1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def add_note(exc: BaseException, note: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from vecenv.engine.core import EngineCore
 from vecenv.engine.replies import call_all
-from vecenv.errors import WorkerDiedError, add_note
+from vecenv.errors import WorkerDiedError, add_note, program_stacklevel
 from vecenv.interrupts import GUARD, guarded
 from vecenv.protocol import Command
 
@@ -160,7 +160,7 @@ class Recovery(EngineCore):
                 f"restarts it again while max_restarts allows. The restart's cause: {type(cause).__name__}: {cause}",
             )
             with contextlib.suppress(Warning):  # (a warning turned into an error does not hide the restart's)
-                self._warn_restarted(w, cause, stacklevel=4)
+                self._warn_restarted(w, cause)
             raise
         for env_id in range(start, stop):  # the restart supersedes what its envs held
             self._held.pop(env_id, None)
@@ -202,18 +202,18 @@ class Recovery(EngineCore):
         for w, cause in restarted:
             if raising:
                 with contextlib.suppress(Warning):
-                    self._warn_restarted(w, cause, stacklevel=5)
+                    self._warn_restarted(w, cause)
             else:
-                self._warn_restarted(w, cause, stacklevel=5)
+                self._warn_restarted(w, cause)
 
-    def _warn_restarted(self, w: int, cause: BaseException, stacklevel: int = 3) -> None:
+    def _warn_restarted(self, w: int, cause: BaseException) -> None:
         """The ``RuntimeWarning`` of worker ``w``'s restart after ``cause`` (once its result is kept, or as the
-        restart failed)."""
+        restart failed), naming the program's line that made the call."""
         warnings.warn(
             f"vecenv: restarting the worker of envs {self._workers[w].env_indices} (restart {self.restarts} of "
             f"max_restarts={self.max_restarts}) after: {type(cause).__name__}: {cause}",
             RuntimeWarning,
-            stacklevel=stacklevel,
+            stacklevel=program_stacklevel(),
         )
 
     def _reset_by_restart(
