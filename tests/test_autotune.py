@@ -41,9 +41,9 @@ from vecenv.bench.autotune import (
     observation_bytes,
     plan_layouts,
 )
-from vecenv.bench.machine import cpus_usable
 from vecenv.bench.workloads import CPU_ENV_ID, ImageEnv, burn, calibrate_cpu_iterations
 from vecenv.cli import main
+from vecenv.workers.spin import usable_cores
 
 #: Seconds over its budget that an autotune may take: the reserve for closing is an estimate.
 CLOSE_TOLERANCE_S = 1.0
@@ -52,7 +52,7 @@ BUSY_STEP_US = 3000.0
 NUM_ENVS = 4
 #: Below this, other processes leave this test fewer than two cores, and the busy env's ranking is not tested.
 MIN_PARALLEL_SPEEDUP = 1.5
-CORES = cpus_usable() or 1
+CORES = usable_cores()
 TABLE_HEADER = re.compile(r"^\| +# \| layout +\| env-steps/s \| x plain \| start-up s \| memory MiB \|$", re.MULTILINE)
 
 

@@ -46,7 +46,9 @@ def test_envs_live_where_asked(n_workers, parent_envs, groups):
 @pytest.mark.parametrize("num_envs", [2, 8])
 def test_default_n_workers_leaves_a_core_to_the_parent(num_envs):
     """n_workers=None with parent_envs: one worker per CPU minus one (at least one, at most the envs left)."""
-    cpus = len(os.sched_getaffinity(0))
+    from vecenv.workers.spin import usable_cores
+
+    cpus = usable_cores()
     venv = vecenv.SubprocVecEnv([functools.partial(PidEnv, offset=i) for i in range(num_envs)], parent_envs=1)
     try:
         expected = min(max(1, cpus - 1), num_envs - 1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import os
 import signal
 import threading
 import time
@@ -458,3 +459,62 @@ def test_spinning_line_of_the_table() -> None:
     assert all(line.startswith("advice: ") for line in lines[spin_line + 1 :])
     blocking = dataclasses.replace(stats, wait_mode="block", workers=(dataclasses.replace(worker, wait_mode="block"),))
     assert blocking.spinning() is None and "spin:" not in blocking.table()
+
+
+def _cgroups(tmp_path: Any, own: str, files: dict[str, str]) -> tuple[str, str]:
+    """A cgroup tree under ``tmp_path``: ``files`` (path -> text) and the process's ``/proc/self/cgroup``."""
+    for path, text in files.items():
+        target = tmp_path / "fs" / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    (tmp_path / "own").write_text(own)
+    return str(tmp_path / "fs"), str(tmp_path / "own")
+
+
+@pytest.mark.parametrize(
+    ("own", "files", "expected"),
+    [
+        # cgroup v2, a container's --cpus=2.5 on its own group
+        ("0::/kubepods/pod1\n", {"kubepods/pod1/cpu.max": "250000 100000\n"}, 2.5),
+        # v2: the smallest limit along the group and those above it
+        ("0::/a/b\n", {"a/b/cpu.max": "max 100000\n", "a/cpu.max": "150000 100000\n"}, 1.5),
+        # v2: no limit anywhere
+        ("0::/a\n", {"a/cpu.max": "max 100000\n"}, None),
+        # v1 (cpu,cpuacct mounted as cpu): the group's quota over its period
+        (
+            "4:cpu,cpuacct:/docker/abc\n",
+            {"cpu/docker/abc/cpu.cfs_quota_us": "300000\n", "cpu/docker/abc/cpu.cfs_period_us": "100000\n"},
+            3.0,
+        ),
+        # v1 inside a container that sees its own group as the root; -1: no quota above it
+        (
+            "4:cpu,cpuacct:/docker/abc\n",
+            {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"},
+            None,
+        ),
+        # nothing readable (another system)
+        ("", {}, None),
+    ],
+)
+def test_cgroup_cpu_limit(tmp_path: Any, own: str, files: dict[str, str], expected: float | None) -> None:
+    from vecenv.workers.spin import cgroup_cpu_limit
+
+    root, own_file = _cgroups(tmp_path, own, files)
+    assert cgroup_cpu_limit(root, own_file) == expected
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity")
+@pytest.mark.parametrize(("limit", "expected"), [(None, 8), (2.5, 3), (0.5, 1), (64.0, 8)])
+def test_default_workers_follow_a_containers_cpu_limit(
+    monkeypatch: pytest.MonkeyPatch, limit: float | None, expected: int
+) -> None:
+    """Eight CPUs in the affinity mask but a cgroup limit of 2.5 (``docker run --cpus=2.5``, a Kubernetes limit):
+    the defaults count 3 usable cores, so that 8 workers (spinning, where "auto" sees free cores) do not share
+    2.5 CPUs."""
+    from vecenv.subproc_vec_env import default_n_workers
+    from vecenv.workers import spin
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(spin, "cgroup_cpu_limit", lambda: limit)
+    assert spin.usable_cores() == expected
+    assert default_n_workers() == expected and default_n_workers(parent_envs=1) == max(1, expected - 1)

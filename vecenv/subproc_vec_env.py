@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import multiprocessing as mp
-import os
 import resource
 from collections.abc import Callable
 from operator import methodcaller
@@ -38,17 +37,16 @@ from vecenv.spaces import (
 )
 from vecenv.worker_vec_env import WorkerVecEnv
 from vecenv.workers import InProcessWorker, SubprocWorker, Worker, shutdown_workers, split_groups
-from vecenv.workers.spin import SPIN_LIMIT, BetweenSteps, Spinner, checked_wait_mode, who_spins
+from vecenv.workers.spin import SPIN_LIMIT, BetweenSteps, Spinner, checked_wait_mode, usable_cores, who_spins
 
 __all__ = ["SubprocVecEnv", "default_n_workers", "split_groups"]
 
 
 def default_n_workers(parent_envs: int = 0) -> int:
-    """The default number of worker processes: the CPU cores this process may run on, minus the one it uses
-    itself when it steps envs (``parent_envs``), at least one."""
-    # (macOS has no sched_getaffinity)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores - (1 if parent_envs else 0))
+    """The default number of worker processes: the CPU cores this process may use (its affinity, at most its
+    cgroup's CPU limit: :func:`~vecenv.workers.spin.usable_cores`), minus the one it uses itself when it steps
+    envs (``parent_envs``), at least one."""
+    return max(1, usable_cores() - (1 if parent_envs else 0))
 
 
 class SubprocVecEnv(WorkerVecEnv):
@@ -69,8 +67,9 @@ class SubprocVecEnv(WorkerVecEnv):
     :param env_fns: callables that each return a new ``gymnasium.Env``.
     :param start_method: a method from :func:`multiprocessing.get_all_start_methods`; None picks
         ``"forkserver"`` where available, else ``"spawn"`` (as SB3).
-    :param n_workers: number of worker processes (None: one per CPU core available to this process, never
-        more than ``len(env_fns) - parent_envs``). ``n_workers=len(env_fns)`` gives SB3's one process per env.
+    :param n_workers: number of worker processes (None: one per CPU core available to this process, its
+        affinity, at most its cgroup's CPU limit rounded up; never more than ``len(env_fns) - parent_envs``).
+        ``n_workers=len(env_fns)`` gives SB3's one process per env.
     :param shared_memory: move observations, rewards, dones and actions through shared memory (default).
         Observations of spaces with no fixed-size dtype (e.g. Text) are pickled through the pipe
         automatically; ``False`` pickles everything (for debugging).
@@ -105,9 +104,9 @@ class SubprocVecEnv(WorkerVecEnv):
         ``"spin"``: first spin (up to 1 ms, yielding the core to any process that needs it) on a counter the other
         side bumps in shared memory, then block as above: this process for every step's replies, each worker for
         every request. ``"auto"`` (default): only processes that have a core of their own among those this process
-        may run on (:func:`os.sched_getaffinity`) spin: this process and the workers if ``n_workers + 1`` fit the
-        cores, the workers alone (this process blocks) if ``n_workers`` do and are 2 or more, else nobody (on one
-        core, nobody); each spin lasts about 1.5 times the waits it has been seeing, none while those are longer
+        may use (:func:`~vecenv.workers.spin.usable_cores`) spin: this process and the workers if ``n_workers + 1``
+        fit the cores, the workers alone (this process blocks) if ``n_workers`` do and are 2 or more, else nobody (on
+        one core, nobody); each spin lasts about 1.5 times the waits it has been seeing, none while those are longer
         than 1 ms, and the workers block instead while this process spends over 50 us or over 1.5 busy cores between
         steps (a trainer's work, which needs the cores), unless its busy cores, at least one, fit in the cores the
         spinning workers leave free (e.g. a single-threaded trainer beside 8 workers on 16 cores). Dead workers,

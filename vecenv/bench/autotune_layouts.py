@@ -6,7 +6,6 @@ and the three of ``vecenv run --compare`` (:func:`compared_layouts`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +14,9 @@ import gymnasium as gym
 
 from vecenv.bench.adapters import BenchBackend, EnvFn, PlainLoop, VecEnvAdapter
 from vecenv.bench.backends import parent_share
-from vecenv.bench.machine import cpus_usable
 from vecenv.spaces import buffer_leaves, create_batch_buffer
 from vecenv.subproc_vec_env import default_n_workers
+from vecenv.workers.spin import usable_cores
 
 __all__ = [
     "BLOCK_MIN_CORES",
@@ -130,8 +129,8 @@ def compared_layouts(num_envs: int, subproc_kwargs: dict[str, Any] | None = None
 
 
 def _cores() -> int:
-    """The CPU cores this process may run on."""
-    return max(1, cpus_usable() or os.cpu_count() or 1)
+    """The CPU cores this process may use (its affinity, at most its cgroup's CPU limit), as the defaults count."""
+    return usable_cores()
 
 
 def observation_bytes(space: gym.Space) -> int:

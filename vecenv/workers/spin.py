@@ -22,6 +22,7 @@ spinning workers leave it as many cores as it keeps busy, and at least one.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from time import perf_counter, process_time
@@ -78,8 +79,63 @@ def checked_wait_mode(wait_mode: str) -> str:
 
 
 def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask where the system has one)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """The CPU cores this process may use: those it may run on (its affinity mask where the system has one), at
+    most its cgroup's CPU limit rounded up (:func:`cgroup_cpu_limit`: a container's ``--cpus``, a Kubernetes
+    limit), at least one."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    return max(1, cores if limit is None else min(cores, math.ceil(limit)))
+
+
+def cgroup_cpu_limit(root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> float | None:
+    """The CPUs per period that this process's cgroup may use: the smallest CFS quota over its period along its
+    group and the groups above it (``cpu.max`` in cgroup v2, ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` in v1),
+    or None where no limit is set or none can be read (not Linux).
+
+    :param root: where the cgroup file systems are mounted.
+    :param own: the file naming the process's cgroups (``/proc/self/cgroup``).
+    """
+    groups: dict[str, str] = {}  # controller ("" for v2) -> the process's group
+    try:
+        with open(own, encoding="utf-8") as file:
+            for line in file:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for controller in controllers.split(",") if controllers else [""]:
+                    groups[controller] = path
+    except (OSError, ValueError):
+        pass
+    limits: list[float] = []
+    places: list[tuple[str, str | None, bool]] = [(root, groups.get(""), True)]  # v2: "max 100000", "200000 100000"
+    places += [(os.path.join(root, mount), groups.get("cpu"), False) for mount in ("cpu", "cpu,cpuacct")]
+    for base, group, v2 in places:
+        path = (group or "/").strip("/")
+        while True:  # the group, then each group above it up to the root of what this process sees
+            folder = os.path.join(base, path)
+            if v2:
+                limit = _read_limit(os.path.join(folder, "cpu.max"), None)
+            else:
+                limit = _read_limit(os.path.join(folder, "cpu.cfs_quota_us"), os.path.join(folder, "cpu.cfs_period_us"))
+            if limit is not None:
+                limits.append(limit)
+            if not path:
+                break
+            path = os.path.dirname(path)
+    return min(limits) if limits else None
+
+
+def _read_limit(quota_file: str, period_file: str | None) -> float | None:
+    """A CFS limit in CPUs from ``quota_file`` (v2's ``cpu.max`` when ``period_file`` is None), or None: no limit,
+    or no such file."""
+    try:
+        with open(quota_file, encoding="ascii") as file:
+            fields = file.read().split()
+        if period_file is not None:
+            with open(period_file, encoding="ascii") as file:
+                fields += file.read().split()
+        quota, period = fields[0], int(fields[1])
+        return None if quota == "max" or int(quota) <= 0 or period <= 0 else int(quota) / period
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def who_spins(wait_mode: str, n_workers: int, cores: int | None = None) -> tuple[bool, bool]:
