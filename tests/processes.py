@@ -1,9 +1,29 @@
-"""Whether processes a test started are still running, read from Linux's ``/proc``."""
+"""Processes of the tests: Python run in a child process with this repository importable, and whether processes a
+test started are still running, read from Linux's ``/proc``."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+#: the repository's root
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def repo_env() -> dict[str, str]:
+    """``os.environ`` with the repository first on ``PYTHONPATH``: a child Python imports vecenv and ``tests`` from
+    it."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+def run_python(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``python *args`` in the repository's root with :func:`repo_env`; its output captured as text."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=repo_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def pid_running(pid: int) -> bool:

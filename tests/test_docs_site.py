@@ -24,6 +24,7 @@ import pytest
 import vecenv
 from vecenv.gymnasium import AutoresetMode
 
+from .processes import repo_env
 from .test_docs_examples import Block, _lines, parse_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +127,7 @@ def test_links_that_leave_docs_lead_to_a_page_a_copied_file_or_the_configured_re
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site, built once for this module as ``make docs`` builds it (warnings are errors)."""
     out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = repo_env()
     env.pop("VECENV_REPO_URL", None)
     build = subprocess.run(
         [sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html", str(DOCS), str(out)],
@@ -162,7 +163,7 @@ def test_quickstart_example_runs_as_a_script_of_its_own(block: Block, tmp_path: 
     assert block.output is not None, f"{block.id} has no output block to compare with"
     script = tmp_path / "example.py"
     script.write_text(block.source, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = repo_env()
     run = subprocess.run(
         [sys.executable, script.name], check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )

@@ -8,9 +8,6 @@ import multiprocessing as mp
 import os
 import re
 import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +15,8 @@ import pytest
 import vecenv
 from tests.conftest import DEFAULT_START_METHOD, START_METHODS, build_venv
 from tests.envs import CounterEnv, EnvFaultError, FaultEnv, NotAnEnv, ShapeEnv
-from tests.processes import pid_running, still_running
+from tests.processes import pid_running, run_python, still_running
 from vecenv.errors import RemoteTraceback
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def new_workers(before: set[int]) -> list[mp.process.BaseProcess]:
@@ -339,16 +334,7 @@ if __name__ == "__main__":
 )
 def test_interpreter_exit_ends_workers(start_method, mode):
     """A script that exits without close() terminates cleanly and leaves no worker process behind."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run(
-        [sys.executable, "-c", EXIT_SCRIPT, start_method, mode],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_python("-c", EXIT_SCRIPT, start_method, mode, timeout=120)
     assert result.returncode == 0, result.stderr
     pids = [int(pid) for pid in result.stdout.split()]
     assert len(pids) == 2
@@ -406,16 +392,7 @@ if __name__ == "__main__":
 def test_a_dead_worker_with_sigpipe_at_its_default_action_is_reported():
     """A program that restores SIGPIPE's default action (``| head`` pipelines): a request written to a dead
     worker's pipe would end it silently with SIGPIPE; vecenv raises WorkerDiedError naming the cause instead."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run(
-        [sys.executable, "-c", SIGPIPE_SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    result = run_python("-c", SIGPIPE_SCRIPT, timeout=100)
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
     assert result.stdout.split("\n")[:4] == [
         "SubprocVecEnv WorkerDiedError True",

@@ -48,9 +48,9 @@ import vecenv.gymnasium as vgym
 import vecenv.workers.base
 from tests.conftest import DEFAULT_START_METHOD, START_METHODS
 from tests.envs_faults import ArgsFault, InjectedFault, UnpicklableFault, fault_message, make_env
+from tests.processes import ROOT, repo_env, run_python
 from vecenv.errors import RemoteTraceback, VecEnvError, WorkerDiedError
 
-ROOT = Path(__file__).resolve().parents[1]
 NUM_ENVS = 3
 BAD = 1  # the faulty env: the second env of worker 0's group [0, 1]
 GROUP = [0, 1]  # envs of the worker that runs the faulty env (SubprocVecEnv with 2 workers)
@@ -710,7 +710,7 @@ class Program:
 
     def __init__(self, scenario: str, start_method: str) -> None:
         self.shm_before = shm_entries()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        env = repo_env()
         env.pop("PYTHONFAULTHANDLER", None)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", REAPER, SCENARIO, scenario, start_method],
@@ -981,16 +981,7 @@ def test_envs_left_open_are_closed_when_their_process_ends(where, kind, tmp_path
     registered in (multiprocessing ends its daemon children, the workers, at exit: the envs are closed first)."""
     script, log = tmp_path / "left_open.py", tmp_path / "closed.log"
     script.write_text(LEFT_OPEN)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run(
-        [sys.executable, str(script), where, kind, str(log)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    done = run_python(str(script), where, kind, str(log), timeout=100)
     assert done.returncode == 0, done.stdout + done.stderr
     if where.startswith("mp-child"):
         assert done.stdout.strip() == "CHILD 0", done.stdout + done.stderr

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from vecenv.interrupts import GUARD
 from vecenv.protocol import Command
 from vecenv.workers.messages import FAILED
-from vecenv.workers.pipes import STEP_SHARED_FRAME, read_reply, sigpipe_kills, without_sigpipe
+from vecenv.workers.pipes import STEP_SHARED_FRAME, read_reply, without_sigpipe
 from vecenv.workers.spin import REPLIES, REQUESTS
 
 if TYPE_CHECKING:
@@ -97,9 +97,7 @@ class CommonStep:
             be served here: see the module) are left to :meth:`SubprocWorker.send
             <vecenv.workers.subproc.SubprocWorker.send>`, which raises or records what stopped this loop.
         """
-        if sigpipe_kills():  # (a write to a dead worker's pipe would end the process: see vecenv.workers.pipes)
-            return without_sigpipe(self._send)
-        return self._send()
+        return without_sigpipe(self._send)  # (where a write to a dead worker's pipe would end the process)
 
     def _send(self) -> int:
         workers = self._workers

@@ -39,9 +39,12 @@ def sigpipe_kills() -> bool:
 
 
 def without_sigpipe(function: Callable[[], R]) -> R:
-    """Run ``function`` (which writes to worker pipes) with SIGPIPE blocked in this thread, and drop the SIGPIPE its
-    writes raised: a write to a dead worker's pipe raises ``BrokenPipeError``, which vecenv reports as the
-    worker's death, instead of ending the process."""
+    """Run ``function`` (which writes to worker pipes); where SIGPIPE is at its default action
+    (:func:`sigpipe_kills`), with SIGPIPE blocked in this thread, dropping the SIGPIPE its writes raised: a write to
+    a dead worker's pipe then raises ``BrokenPipeError``, which vecenv reports as the worker's death, instead of
+    ending the process."""
+    if not sigpipe_kills():
+        return function()
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {_SIGPIPE})
     try:
         return function()

@@ -58,7 +58,6 @@ from vecenv.workers.pipes import (
     STEP_SHARED_FRAME,
     frame,
     read_message,
-    sigpipe_kills,
     without_sigpipe,
     write_message,
 )
@@ -216,10 +215,7 @@ class SubprocWorker(MessageWorker):
         arg = (shared.size, shared.num_envs, start, stop, obs_in_shm, shared.rewards.dtype.str, spin, slots)
         self._send_bytes(bytes([CALL]) + cloudpickle.dumps((Command.SETUP, arg)), "setup")
         try:
-            if sigpipe_kills():  # (see _send_bytes)
-                without_sigpipe(lambda: reduction.send_handle(self._fd_conn, fd.fd, self.process.pid))
-            else:
-                reduction.send_handle(self._fd_conn, fd.fd, self.process.pid)
+            without_sigpipe(lambda: reduction.send_handle(self._fd_conn, fd.fd, self.process.pid))
         except OSError as exc:
             raise self._died("setup") from exc
         finally:
@@ -315,10 +311,7 @@ class SubprocWorker(MessageWorker):
     def _send_bytes(self, data: bytes, doing: Command | str) -> None:
         self._reply_seen = False
         try:
-            if sigpipe_kills():  # (a write to a dead worker's pipe would end the process: see vecenv.workers.pipes)
-                without_sigpipe(lambda: self._write(data))
-            else:
-                self._write(data)
+            without_sigpipe(lambda: self._write(data))  # (where a write to a dead worker's pipe would end the process)
         except (OSError, EOFError) as exc:  # broken pipe or reset: the worker is gone
             raise self._died(doing) from exc
         if self._signals is not None:
@@ -522,10 +515,7 @@ class SubprocWorker(MessageWorker):
         self._pending = None
         request = bytes([CALL]) + cloudpickle.dumps((Command.CLOSE, None))
         try:
-            if sigpipe_kills():
-                without_sigpipe(lambda: self._send_conn.send_bytes(request))
-            else:
-                self._send_conn.send_bytes(request)
+            without_sigpipe(lambda: self._send_conn.send_bytes(request))
             self._pending = Command.CLOSE
         except OSError:  # the worker is gone
             pass
